@@ -1,0 +1,105 @@
+import { GatewayUnreachableError, errorFromResponse, parseCapacity, type Capacity } from "./errors";
+
+/** Same-origin API root; the ingress routes /api to the chat gateway. */
+export const API_BASE = "/api/v1";
+
+export type FetchFn = (input: RequestInfo | URL, init?: RequestInit) => Promise<Response>;
+
+export interface SessionSummary {
+  id: string;
+  title: string | null;
+  created_at: string;
+  updated_at: string;
+  message_count: number;
+}
+
+export interface HistoryToolCall {
+  id?: string;
+  name?: string;
+  arguments?: unknown;
+  function?: { name?: string; arguments?: unknown };
+}
+
+export interface HistoryMessage {
+  role: string;
+  content: string;
+  tool_calls?: HistoryToolCall[] | null;
+  created_at?: string | null;
+}
+
+export interface SessionHistory {
+  session_id: string;
+  title: string | null;
+  messages: HistoryMessage[];
+}
+
+export interface ServiceInfo {
+  model: string;
+  provider: string;
+  auth_mode: string;
+}
+
+const defaultFetch: FetchFn = (input, init) => globalThis.fetch(input, init);
+
+/** Thin typed wrapper over the gateway's JSON endpoints. */
+export class ApiClient {
+  constructor(private readonly fetchFn: FetchFn = defaultFetch) {}
+
+  /** Raw request with the auth cookie; network failures become GatewayUnreachableError. */
+  async request(path: string, init: RequestInit = {}): Promise<Response> {
+    const headers = new Headers(init.headers);
+    if (init.body !== undefined && !headers.has("Content-Type")) headers.set("Content-Type", "application/json");
+    try {
+      return await this.fetchFn(`${API_BASE}${path}`, { credentials: "same-origin", ...init, headers });
+    } catch (err) {
+      if ((err as Error).name === "AbortError") throw err;
+      throw new GatewayUnreachableError();
+    }
+  }
+
+  private async json<T>(path: string, init: RequestInit = {}): Promise<T> {
+    const resp = await this.request(path, init);
+    if (!resp.ok) throw await errorFromResponse(resp);
+    if (resp.status === 204) return undefined as T;
+    const text = await resp.text();
+    return (text ? JSON.parse(text) : undefined) as T;
+  }
+
+  info(): Promise<ServiceInfo> {
+    return this.json<ServiceInfo>("/info");
+  }
+
+  async capacity(signal?: AbortSignal): Promise<Capacity> {
+    return parseCapacity(await this.json<unknown>("/chat/capacity", { signal }));
+  }
+
+  listSessions(): Promise<SessionSummary[]> {
+    return this.json<SessionSummary[]>("/chat/sessions");
+  }
+
+  history(sessionId: string): Promise<SessionHistory> {
+    return this.json<SessionHistory>(`/chat/session/${encodeURIComponent(sessionId)}/history`);
+  }
+
+  renameSession(sessionId: string, title: string): Promise<unknown> {
+    return this.json(`/chat/session/${encodeURIComponent(sessionId)}`, {
+      method: "PATCH",
+      body: JSON.stringify({ title }),
+    });
+  }
+
+  deleteSession(sessionId: string): Promise<unknown> {
+    return this.json(`/chat/session/${encodeURIComponent(sessionId)}`, { method: "DELETE" });
+  }
+
+  cancelRun(runId: string): Promise<unknown> {
+    return this.json(`/chat/runs/${encodeURIComponent(runId)}/cancel`, { method: "POST" });
+  }
+
+  answerApproval(approvalId: string, approved: boolean, reason: string | null): Promise<unknown> {
+    return this.json(`/chat/approvals/${encodeURIComponent(approvalId)}`, {
+      method: "POST",
+      body: JSON.stringify({ approved, reason }),
+    });
+  }
+}

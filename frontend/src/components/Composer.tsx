@@ -1,0 +1,157 @@
+import { useEffect, useRef, useState } from "react";
+import { speechOutputSupported, startDictation, stopSpeaking, voiceInputSupported } from "../lib/speech";
+import { isRunActive } from "../state/chatReducer";
+import { sendMessage, stopRun } from "../state/chatController";
+import { useChatStore } from "../state/chatStore";
+import { useUiStore } from "../state/uiStore";
+
+function ContextChips() {
+  const center = useUiStore((s) => s.center);
+  const zoom = useUiStore((s) => s.zoom);
+  const feature = useUiStore((s) => s.selectedFeature);
+  const drawn = useUiStore((s) => s.drawnGeometry);
+  const setSelectedFeature = useUiStore((s) => s.setSelectedFeature);
+  const setDrawnGeometry = useUiStore((s) => s.setDrawnGeometry);
+  const featureName = feature?.properties && typeof feature.properties.name === "string" ? feature.properties.name : "feature";
+  return (
+    <div className="context-chips" aria-label="Map context sent with your message">
+      <span className="chip" data-testid="context-center">
+        Map {center.lat.toFixed(2)}, {center.lon.toFixed(2)} · z{zoom.toFixed(1)}
+      </span>
+      {feature ? (
+        <span className="chip chip-feature" data-testid="context-feature">
+          Selected: {featureName}
+          <button type="button" className="chip-remove" aria-label={`Clear selection ${featureName}`} onClick={() => setSelectedFeature(null)}>
+            ×
+          </button>
+        </span>
+      ) : null}
+      {drawn ? (
+        <span className="chip chip-area" data-testid="context-area">
+          Drawn area ({drawn.coordinates[0].length - 1} corners)
+          <button type="button" className="chip-remove" aria-label="Clear drawn area" onClick={() => setDrawnGeometry(null)}>
+            ×
+          </button>
+        </span>
+      ) : null}
+    </div>
+  );
+}
+
+export function Composer() {
+  const draft = useChatStore((s) => s.draft);
+  const setDraft = useChatStore((s) => s.setDraft);
+  const running = useChatStore((s) => isRunActive(s.chat));
+  const phase = useChatStore((s) => s.chat.run?.phase);
+  const speakAnswers = useUiStore((s) => s.speakAnswers);
+  const setSpeakAnswers = useUiStore((s) => s.setSpeakAnswers);
+  const [listening, setListening] = useState(false);
+  const [voiceError, setVoiceError] = useState<string | null>(null);
+  const stopDictation = useRef<(() => void) | null>(null);
+  const inputRef = useRef<HTMLTextAreaElement>(null);
+  const canDictate = voiceInputSupported();
+  const canSpeak = speechOutputSupported();
+
+  useEffect(() => () => stopDictation.current?.(), []);
+
+  const submit = () => {
+    if (running || !draft.trim()) return;
+    const text = draft;
+    setDraft("");
+    void sendMessage(text);
+  };
+
+  const toggleDictation = () => {
+    if (listening) {
+      stopDictation.current?.();
+      return;
+    }
+    setVoiceError(null);
+    const prefix = draft ? `${draft.trimEnd()} ` : "";
+    stopDictation.current = startDictation(
+      (text) => setDraft(prefix + text),
+      (error) => {
+        setListening(false);
+        stopDictation.current = null;
+        if (error && error !== "aborted" && error !== "no-speech") setVoiceError(`Voice input stopped: ${error}`);
+        inputRef.current?.focus();
+      },
+    );
+    setListening(stopDictation.current !== null);
+  };
+
+  return (
+    <form
+      className="composer"
+      aria-label="Ask the assistant"
+      onSubmit={(e) => {
+        e.preventDefault();
+        submit();
+      }}
+    >
+      <ContextChips />
+      <div className="composer-row">
+        <label htmlFor="composer-input" className="visually-hidden">
+          Message
+        </label>
+        <textarea
+          id="composer-input"
+          ref={inputRef}
+          value={draft}
+          rows={2}
+          placeholder="Ask about places, rasters, statistics… (Enter to send, Shift+Enter for a new line)"
+          onChange={(e) => setDraft(e.target.value)}
+          onKeyDown={(e) => {
+            if (e.key === "Enter" && !e.shiftKey && !e.nativeEvent.isComposing) {
+              e.preventDefault();
+              submit();
+            }
+          }}
+        />
+        <div className="composer-buttons">
+          {canDictate ? (
+            <button
+              type="button"
+              className={`icon-button ${listening ? "active" : ""}`}
+              aria-pressed={listening}
+              aria-label={listening ? "Stop voice input" : "Voice input"}
+              title={listening ? "Stop voice input" : "Voice input"}
+              onClick={toggleDictation}
+            >
+              🎤
+            </button>
+          ) : null}
+          {running ? (
+            <button type="button" className="danger" onClick={() => void stopRun()} disabled={phase === "cancelling"}>
+              {phase === "queued" ? "Leave queue" : phase === "cancelling" ? "Stopping…" : "Stop"}
+            </button>
+          ) : (
+            <button type="submit" className="primary" disabled={!draft.trim()}>
+              Send
+            </button>
+          )}
+        </div>
+      </div>
+      <div className="composer-options">
+        {canSpeak ? (
+          <label className="toggle">
+            <input
+              type="checkbox"
+              checked={speakAnswers}
+              onChange={(e) => {
+                setSpeakAnswers(e.target.checked);
+                if (!e.target.checked) stopSpeaking();
+              }}
+            />{" "}
+            Read answers aloud
+          </label>
+        ) : null}
+        {voiceError ? (
+          <span className="voice-error" role="status">
+            {voiceError}
+          </span>
+        ) : null}
+      </div>
+    </form>
+  );
+}

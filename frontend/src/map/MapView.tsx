@@ -1,0 +1,245 @@
+import {
+  Map as MapLibreMap,
+  NavigationControl,
+  ScaleControl,
+  setWorkerUrl,
+  type GeoJSONSource,
+  type MapMouseEvent,
+  type PointLike,
+  type StyleSpecification,
+} from "maplibre-gl";
+import "maplibre-gl/dist/maplibre-gl.css";
+import workerUrl from "maplibre-gl/dist/maplibre-gl-worker.mjs?url";
+import type { Feature, FeatureCollection } from "geojson";
+import { useEffect, useRef, useState } from "react";
+import { useUiStore } from "../state/uiStore";
+import { COUNTRIES_FILL_LAYER, COUNTRIES_SOURCE, loadCountries, offlineStyle, type OfflineVariant } from "./basemap";
+import {
+  addVertex,
+  canFinish,
+  drawingFeatures,
+  finishDrawing,
+  idleDraw,
+  startDrawing,
+  undoVertex,
+} from "./drawing";
+import { OVERLAY_ANCHOR_LAYER } from "./frontendTools";
+import type { BasemapChoice } from "./mapBridge";
+import { registerMap, unregisterMap } from "./mapRegistry";
+import { MapToolbar } from "./MapToolbar";
+
+// MapLibre looks for its worker beside its own module, which a bundle moves: point it at the emitted file.
+setWorkerUrl(new URL(workerUrl, window.location.href).toString());
+
+const CONFIGURED_STYLE_URL = (import.meta.env.VITE_MAP_STYLE_URL as string | undefined) || null;
+const SATELLITE_STYLE_URL = (import.meta.env.VITE_SATELLITE_STYLE_URL as string | undefined) || null;
+
+const EMPTY: FeatureCollection = { type: "FeatureCollection", features: [] };
+
+let countriesCache: FeatureCollection | null = null;
+
+function styleFor(choice: BasemapChoice): StyleSpecification | string {
+  if (typeof choice === "object") return choice.url;
+  if (choice === "satellite" && SATELLITE_STYLE_URL) return SATELLITE_STYLE_URL;
+  return offlineStyle(choice as OfflineVariant, window.location.href, countriesCache);
+}
+
+/** The layers the app owns on top of any basemap: the user's selection and drawing. */
+function addSupportLayers(map: MapLibreMap): void {
+  const ui = useUiStore.getState();
+  for (const overlay of ui.overlays) {
+    if (!map.getSource(overlay.id)) map.addSource(overlay.id, overlay.source);
+    if (!map.getLayer(overlay.id)) map.addLayer(overlay.layer);
+  }
+  if (!map.getSource("selection")) {
+    map.addSource("selection", { type: "geojson", data: selectionData(ui.selectedFeature) });
+  }
+  if (!map.getLayer(OVERLAY_ANCHOR_LAYER)) {
+    map.addLayer({
+      id: OVERLAY_ANCHOR_LAYER,
+      type: "fill",
+      source: "selection",
+      paint: { "fill-color": "#f2a900", "fill-opacity": 0.25 },
+    });
+    map.addLayer({
+      id: "selection-line",
+      type: "line",
+      source: "selection",
+      paint: { "line-color": "#b36b00", "line-width": 2 },
+    });
+  }
+  if (!map.getSource("drawing")) {
+    map.addSource("drawing", { type: "geojson", data: drawingFeatures(ui.draw, ui.drawnGeometry) });
+    map.addLayer({
+      id: "draw-fill",
+      type: "fill",
+      source: "drawing",
+      filter: ["==", ["get", "role"], "area"],
+      paint: { "fill-color": "#2f6db5", "fill-opacity": 0.2 },
+    });
+    map.addLayer({
+      id: "draw-line",
+      type: "line",
+      source: "drawing",
+      filter: ["in", ["get", "role"], ["literal", ["area", "sketch"]]],
+      paint: { "line-color": "#1d4f8f", "line-width": 2, "line-dasharray": [2, 1] },
+    });
+    map.addLayer({
+      id: "draw-vertex",
+      type: "circle",
+      source: "drawing",
+      filter: ["==", ["get", "role"], "vertex"],
+      paint: { "circle-radius": 4, "circle-color": "#ffffff", "circle-stroke-color": "#1d4f8f", "circle-stroke-width": 2 },
+    });
+  }
+  if (countriesCache) (map.getSource(COUNTRIES_SOURCE) as GeoJSONSource | undefined)?.setData(countriesCache);
+}
+
+function selectionData(feature: Feature | null): FeatureCollection {
+  return feature ? { type: "FeatureCollection", features: [feature] } : EMPTY;
+}
+
+function pickFeature(map: MapLibreMap, point: PointLike): Feature | null {
+  const owned = new Set(["selection-fill", "selection-line", "draw-fill", "draw-line", "draw-vertex"]);
+  const hits = map.queryRenderedFeatures(point).filter((f) => !owned.has(f.layer.id) && f.geometry);
+  if (hits.length === 0) return null;
+  const country = hits.find((f) => f.layer.id === COUNTRIES_FILL_LAYER);
+  if (country && countriesCache) {
+    const full = countriesCache.features.find((f) => f.id === country.id);
+    if (full) return full;
+  }
+  const hit = hits[0];
+  return { type: "Feature", id: hit.id, properties: { ...hit.properties, layer: hit.layer.id }, geometry: hit.geometry };
+}
+
+export function MapView() {
+  const containerRef = useRef<HTMLDivElement>(null);
+  const [map, setMap] = useState<MapLibreMap | null>(null);
+  const [loadError, setLoadError] = useState<string | null>(null);
+
+  useEffect(() => {
+    const container = containerRef.current;
+    if (!container) return;
+    const ui = useUiStore.getState();
+    if (CONFIGURED_STYLE_URL) ui.setBasemap({ url: CONFIGURED_STYLE_URL });
+    const instance = new MapLibreMap({
+      container,
+      style: styleFor(useUiStore.getState().basemap),
+      center: [ui.center.lon, ui.center.lat],
+      zoom: ui.zoom,
+      attributionControl: { compact: true, customAttribution: "Borders: Natural Earth" },
+      maplibreLogo: false,
+    });
+    instance.addControl(new NavigationControl({ visualizePitch: false }), "top-right");
+    instance.addControl(new ScaleControl({ unit: "metric" }), "bottom-right");
+
+    instance.on("style.load", () => addSupportLayers(instance));
+    instance.once("load", () => {
+      registerMap(instance);
+      setMap(instance);
+    });
+    instance.on("moveend", () => {
+      const c = instance.getCenter();
+      useUiStore.getState().setView({ lat: c.lat, lon: c.lng }, instance.getZoom());
+    });
+    instance.on("error", (e: { error?: unknown }) => {
+      // Missing tiles are expected offline; only a broken style stops the map.
+      const message = (e.error as Error | undefined)?.message ?? "";
+      if (/style/i.test(message)) setLoadError(message);
+    });
+    instance.on("click", (e: MapMouseEvent) => {
+      const s = useUiStore.getState();
+      if (s.draw.active) {
+        s.setDraw(addVertex(s.draw, [e.lngLat.lng, e.lngLat.lat]));
+        return;
+      }
+      s.setSelectedFeature(pickFeature(instance, e.point));
+    });
+    instance.on("dblclick", (e: MapMouseEvent) => {
+      const s = useUiStore.getState();
+      if (!s.draw.active) return;
+      e.preventDefault();
+      const polygon = finishDrawing(s.draw);
+      if (polygon) {
+        s.setDrawnGeometry(polygon);
+        s.setDraw(idleDraw);
+      }
+    });
+
+    loadCountries()
+      .then((fc) => {
+        countriesCache = fc;
+        (instance.getSource(COUNTRIES_SOURCE) as GeoJSONSource | undefined)?.setData(fc);
+      })
+      .catch(() => setLoadError("Country outlines could not be loaded"));
+
+    return () => {
+      unregisterMap(instance);
+      instance.remove();
+    };
+  }, []);
+
+  // Keep the map's own layers in step with the store.
+  useEffect(() => {
+    if (!map) return;
+    let lastBasemap = useUiStore.getState().basemap;
+    return useUiStore.subscribe((s, prev) => {
+      if (s.selectedFeature !== prev.selectedFeature) {
+        (map.getSource("selection") as GeoJSONSource | undefined)?.setData(selectionData(s.selectedFeature));
+      }
+      if (s.draw !== prev.draw || s.drawnGeometry !== prev.drawnGeometry) {
+        (map.getSource("drawing") as GeoJSONSource | undefined)?.setData(drawingFeatures(s.draw, s.drawnGeometry));
+        if (s.draw.active !== prev.draw.active) {
+          if (s.draw.active) map.doubleClickZoom.disable();
+          else map.doubleClickZoom.enable();
+          map.getCanvas().style.cursor = s.draw.active ? "crosshair" : "";
+        }
+      }
+      if (s.basemap !== lastBasemap) {
+        lastBasemap = s.basemap;
+        map.setStyle(styleFor(s.basemap), { diff: false });
+      }
+      for (const removed of prev.overlays.filter((o) => !s.overlays.some((n) => n.id === o.id))) {
+        if (map.getLayer(removed.id)) map.removeLayer(removed.id);
+        if (map.getSource(removed.id)) map.removeSource(removed.id);
+      }
+    });
+  }, [map]);
+
+  // Drawing shortcuts: Enter closes the polygon, Backspace removes a corner, Escape cancels.
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      const s = useUiStore.getState();
+      if (!s.draw.active) return;
+      const target = e.target as HTMLElement | null;
+      if (target && (target.tagName === "TEXTAREA" || target.tagName === "INPUT")) return;
+      if (e.key === "Escape") s.setDraw(idleDraw);
+      else if (e.key === "Backspace") s.setDraw(undoVertex(s.draw));
+      else if (e.key === "Enter" && canFinish(s.draw)) {
+        s.setDrawnGeometry(finishDrawing(s.draw));
+        s.setDraw(idleDraw);
+      } else return;
+      e.preventDefault();
+    };
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, []);
+
+  return (
+    <section className="map-area" aria-label="Map">
+      <div ref={containerRef} className="map-container" data-testid="map" />
+      <MapToolbar
+        onStartDrawing={() => {
+          const s = useUiStore.getState();
+          s.setSelectedFeature(null);
+          s.setDraw(startDrawing());
+        }}
+      />
+      {loadError ? (
+        <p className="map-error" role="status">
+          {loadError}
+        </p>
+      ) : null}
+    </section>
+  );
+}

@@ -1,0 +1,99 @@
+import type { StyleSpecification } from "maplibre-gl";
+import type { FeatureCollection } from "geojson";
+import { feature } from "topojson-client";
+import type { GeometryCollection, Topology } from "topojson-specification";
+import countriesUrl from "world-atlas/countries-50m.json?url";
+
+export type OfflineVariant = "light" | "dark" | "satellite";
+
+/** Raster collection from the product's own tile server drawn under the borders. */
+export const BASEMAP_RASTER_COLLECTION = "global-land-mask";
+
+export const COUNTRIES_SOURCE = "countries";
+export const COUNTRIES_FILL_LAYER = "countries-fill";
+
+interface Palette {
+  water: string;
+  land: string;
+  border: string;
+  rasterOpacity: number;
+}
+
+const PALETTES: Record<OfflineVariant, Palette> = {
+  light: { water: "#cfe3ef", land: "#f3efe6", border: "#8c8577", rasterOpacity: 0.25 },
+  dark: { water: "#14202c", land: "#2a323c", border: "#7d8a99", rasterOpacity: 0.2 },
+  satellite: { water: "#0d2b45", land: "#3d5a36", border: "#d8d2b0", rasterOpacity: 0.45 },
+};
+
+const EMPTY: FeatureCollection = { type: "FeatureCollection", features: [] };
+
+let countriesPromise: Promise<FeatureCollection> | null = null;
+
+/** Natural Earth 1:50m country outlines, bundled with the app (npm world-atlas). */
+export function loadCountries(fetchFn: typeof fetch = fetch): Promise<FeatureCollection> {
+  countriesPromise ??= fetchFn(countriesUrl)
+    .then((resp) => {
+      if (!resp.ok) throw new Error(`country outlines: HTTP ${resp.status}`);
+      return resp.json() as Promise<Topology<{ countries: GeometryCollection<{ name: string }> }>>;
+    })
+    .then((topology) => {
+      const fc = feature(topology, topology.objects.countries) as FeatureCollection;
+      // Stable numeric ids let the map report which country was clicked.
+      fc.features.forEach((f, i) => {
+        f.properties = { ...(f.properties ?? {}), iso_n3: f.id ?? null, source: "Natural Earth 1:50m" };
+        f.id = i + 1;
+      });
+      return fc;
+    })
+    .catch((err: unknown) => {
+      countriesPromise = null;
+      throw err;
+    });
+  return countriesPromise;
+}
+
+/**
+ * A style needing no internet: country outlines bundled with the app and the
+ * land mask raster served by the product's own tile endpoint. No text labels,
+ * since glyphs would need a font server.
+ */
+export function offlineStyle(
+  variant: OfflineVariant,
+  baseUrl: string,
+  countries: FeatureCollection | null,
+): StyleSpecification {
+  const p = PALETTES[variant];
+  return {
+    version: 8,
+    name: `stacgis-offline-${variant}`,
+    sources: {
+      [COUNTRIES_SOURCE]: { type: "geojson", data: countries ?? EMPTY },
+      "land-mask": {
+        type: "raster",
+        url: new URL(`/tiles/${BASEMAP_RASTER_COLLECTION}/tilejson.json`, baseUrl).toString(),
+        tileSize: 256,
+      },
+    },
+    layers: [
+      { id: "background", type: "background", paint: { "background-color": p.water } },
+      {
+        id: COUNTRIES_FILL_LAYER,
+        type: "fill",
+        source: COUNTRIES_SOURCE,
+        paint: { "fill-color": p.land, "fill-opacity": 1 },
+      },
+      {
+        id: "land-mask",
+        type: "raster",
+        source: "land-mask",
+        paint: { "raster-opacity": p.rasterOpacity },
+      },
+      {
+        id: "countries-line",
+        type: "line",
+        source: COUNTRIES_SOURCE,
+        paint: { "line-color": p.border, "line-width": ["interpolate", ["linear"], ["zoom"], 1, 0.4, 6, 1.2] },
+      },
+    ],
+  };
+}

@@ -1,0 +1,288 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import { colorsFor, parseRange, type LegendInfo } from "./legend";
+
+/** The part of maplibre-gl's Map the bridge uses; tests pass a small fake. */
+export interface MapLike {
+  flyTo(options: { center: [number, number]; zoom?: number; essential?: boolean }): unknown;
+  fitBounds(
+    bounds: [[number, number], [number, number]],
+    options?: { padding?: number; maxZoom?: number; essential?: boolean },
+  ): unknown;
+  getCenter(): { lng: number; lat: number };
+  getZoom(): number;
+  addSource(id: string, source: RasterSource): unknown;
+  getSource(id: string): unknown;
+  removeSource(id: string): unknown;
+  addLayer(layer: RasterLayer, beforeId?: string): unknown;
+  getLayer(id: string): unknown;
+  removeLayer(id: string): unknown;
+}
+
+export interface RasterSource {
+  type: "raster";
+  tiles: string[];
+  tileSize: number;
+  bounds?: [number, number, number, number];
+  minzoom?: number;
+  maxzoom?: number;
+  attribution?: string;
+}
+
+export interface RasterLayer {
+  id: string;
+  type: "raster";
+  source: string;
+  paint: { "raster-opacity": number };
+}
+
+/** A raster layer added by `visualize_collection`, kept so it survives a basemap change. */
+export interface RasterOverlay {
+  id: string;
+  source: RasterSource;
+  layer: RasterLayer;
+  legend: LegendInfo;
+}
+
+export type PanelName = "chat" | "sessions" | "activity" | "legend";
+
+export type BasemapChoice = "light" | "dark" | "satellite" | { url: string };
+
+export interface BridgeEnv {
+  map: MapLike;
+  /** GET a JSON document (the TileJSON). */
+  fetchJson: (url: string) => Promise<unknown>;
+  /** Absolute URL of the page, to resolve tile URLs against. */
+  baseUrl: string;
+  setBasemap: (choice: BasemapChoice) => void;
+  setPanel: (panel: PanelName, open: boolean | undefined) => void;
+  /** The overlay was put on the map (record it for the legend and for style changes). */
+  onOverlay: (overlay: RasterOverlay) => void;
+  /** Layers that must stay above raster overlays (drawing, selection). */
+  overlayBeforeId?: () => string | undefined;
+}
+
+export interface BridgeResult {
+  ok: boolean;
+  message: string;
+}
+
+export const FRONTEND_TOOLS = [
+  "zoom_to_location",
+  "visualize_collection",
+  "set_map_style",
+  "toggle_ui_panel",
+  "generate_chart",
+] as const;
+
+export class BridgeError extends Error {}
+
+function num(args: JsonObject, names: string[]): number | undefined {
+  for (const name of names) {
+    const v = args[name];
+    if (v === undefined || v === null || v === "") continue;
+    const n = typeof v === "number" ? v : typeof v === "string" ? Number(v) : NaN;
+    if (!Number.isFinite(n)) throw new BridgeError(`${name} must be a number, got ${JSON.stringify(v)}`);
+    return n;
+  }
+  return undefined;
+}
+
+function zoomTo(args: JsonObject, env: BridgeEnv): BridgeResult {
+  const lat = num(args, ["lat", "latitude"]);
+  const lon = num(args, ["lon", "lng", "longitude"]);
+  if (lat === undefined) throw new BridgeError("lat is required");
+  if (lon === undefined) throw new BridgeError("lon is required");
+  if (lat < -90 || lat > 90) throw new BridgeError(`lat must be between -90 and 90, got ${lat}`);
+  if (lon < -180 || lon > 180) throw new BridgeError(`lon must be between -180 and 180, got ${lon}`);
+  const zoom = Math.min(Math.max(num(args, ["zoom"]) ?? 10, 0), 22);
+  env.map.flyTo({ center: [lon, lat], zoom, essential: true });
+  return { ok: true, message: `Moved the map to ${lat.toFixed(4)}, ${lon.toFixed(4)} (zoom ${zoom})` };
+}
+
+const SAFE_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+function rescaleParam(value: unknown): string | null {
+  if (value === undefined || value === null || value === "") return null;
+  const range = parseRange(value);
+  if (!range) throw new BridgeError(`rescale must be [min, max], got ${JSON.stringify(value)}`);
+  return `${range[0]},${range[1]}`;
+}
+
+function absoluteHttpUrl(raw: unknown, base: string): string | null {
+  if (typeof raw !== "string") return null;
+  try {
+    const url = new URL(raw, base);
+    return url.protocol === "http:" || url.protocol === "https:" ? url.toString() : null;
+  } catch {
+    return null;
+  }
+}
+
+function boundsOf(value: unknown): [number, number, number, number] | undefined {
+  if (!Array.isArray(value) || value.length !== 4 || !value.every((v) => typeof v === "number" && Number.isFinite(v))) {
+    return undefined;
+  }
+  return value as [number, number, number, number];
+}
+
+/** Template URLs like `.../{z}/{x}/{y}.png` must not be percent-encoded by URL(). */
+function keepTemplate(url: string): string {
+  return url.replace(/%7B/gi, "{").replace(/%7D/gi, "}");
+}
+
+export function overlayId(collectionId: string): string {
+  return `raster:${collectionId}`;
+}
+
+async function visualize(args: JsonObject, env: BridgeEnv): Promise<BridgeResult> {
+  const collectionId = args.collection_id ?? args.collection;
+  if (typeof collectionId !== "string" || !SAFE_ID.test(collectionId)) {
+    throw new BridgeError(`collection_id must be a collection name, got ${JSON.stringify(collectionId ?? null)}`);
+  }
+  const colormap = args.colormap;
+  if (colormap !== undefined && colormap !== null && (typeof colormap !== "string" || !SAFE_ID.test(colormap))) {
+    throw new BridgeError(`colormap must be a colormap name, got ${JSON.stringify(colormap)}`);
+  }
+  const rescale = rescaleParam(args.rescale);
+  const params = new URLSearchParams();
+  if (typeof colormap === "string") params.set("colormap", colormap);
+  if (rescale) params.set("rescale", rescale);
+  const query = params.toString();
+  const tilejsonUrl = new URL(
+    `/tiles/${encodeURIComponent(collectionId)}/tilejson.json${query ? `?${query}` : ""}`,
+    env.baseUrl,
+  ).toString();
+
+  let tilejson: Record<string, unknown>;
+  try {
+    const body = await env.fetchJson(tilejsonUrl);
+    if (!body || typeof body !== "object") throw new Error("not a JSON object");
+    tilejson = body as Record<string, unknown>;
+  } catch (err) {
+    throw new BridgeError(`No tiles for ${collectionId}: ${(err as Error).message}`);
+  }
+  const tiles = Array.isArray(tilejson.tiles)
+    ? tilejson.tiles.map((t) => absoluteHttpUrl(t, tilejsonUrl)).filter((t): t is string => t !== null)
+    : [];
+  if (tiles.length === 0) throw new BridgeError(`The TileJSON of ${collectionId} lists no tile URL`);
+
+  const bounds = boundsOf(tilejson.bounds);
+  const minzoom = typeof tilejson.minzoom === "number" ? tilejson.minzoom : undefined;
+  const maxzoom = typeof tilejson.maxzoom === "number" ? tilejson.maxzoom : undefined;
+  const source: RasterSource = {
+    type: "raster",
+    tiles: tiles.map(keepTemplate),
+    tileSize: typeof tilejson.tileSize === "number" ? tilejson.tileSize : 256,
+    ...(bounds ? { bounds } : {}),
+    ...(minzoom !== undefined ? { minzoom } : {}),
+    ...(maxzoom !== undefined ? { maxzoom } : {}),
+    ...(typeof tilejson.attribution === "string" ? { attribution: tilejson.attribution } : {}),
+  };
+  const id = overlayId(collectionId);
+  const layer: RasterLayer = { id, type: "raster", source: id, paint: { "raster-opacity": 0.85 } };
+
+  const { name, colors } = colorsFor(colormap ?? tilejson.colormap ?? tilejson.colormap_name ?? null);
+  const legend: LegendInfo = {
+    collectionId,
+    title: typeof tilejson.name === "string" && tilejson.name ? tilejson.name : collectionId,
+    colors,
+    colormapName: name,
+    range: parseRange(args.rescale) ?? parseRange(tilejson.rescale) ?? null,
+    units: typeof tilejson.units === "string" && tilejson.units ? tilejson.units : null,
+  };
+
+  const { map } = env;
+  // Replacing a layer (new colormap or range) means a new source too.
+  if (map.getLayer(id)) map.removeLayer(id);
+  if (map.getSource(id)) map.removeSource(id);
+  map.addSource(id, source);
+  map.addLayer(layer, env.overlayBeforeId?.());
+  env.onOverlay({ id, source, layer, legend });
+
+  if (bounds) {
+    const c = map.getCenter();
+    const inside = c.lng >= bounds[0] && c.lng <= bounds[2] && c.lat >= bounds[1] && c.lat <= bounds[3];
+    if (!inside) {
+      map.fitBounds(
+        [
+          [bounds[0], bounds[1]],
+          [bounds[2], bounds[3]],
+        ],
+        { padding: 40, essential: true, ...(maxzoom !== undefined ? { maxZoom: maxzoom } : {}) },
+      );
+    }
+  }
+  return { ok: true, message: `Showing ${legend.title} on the map` };
+}
+
+function mapStyle(args: JsonObject, env: BridgeEnv): BridgeResult {
+  const style = args.style ?? args.name;
+  if (typeof style !== "string" || !style) throw new BridgeError("style is required");
+  const key = style.toLowerCase();
+  if (key === "light" || key === "dark" || key === "satellite") {
+    env.setBasemap(key);
+    return { ok: true, message: `Basemap set to ${key}` };
+  }
+  const url = absoluteHttpUrl(style, env.baseUrl);
+  if (!url || !/^https?:\/\//i.test(style)) {
+    throw new BridgeError(`style must be light, dark, satellite or an http(s) style URL, got ${JSON.stringify(style)}`);
+  }
+  env.setBasemap({ url });
+  return { ok: true, message: `Basemap set to ${url}` };
+}
+
+const PANEL_ALIASES: Record<string, PanelName> = {
+  chat: "chat",
+  conversation: "chat",
+  sessions: "sessions",
+  sidebar: "sessions",
+  history: "sessions",
+  activity: "activity",
+  feed: "activity",
+  legend: "legend",
+  layers: "legend",
+};
+
+function togglePanel(args: JsonObject, env: BridgeEnv): BridgeResult {
+  const raw = args.panel;
+  const panel = typeof raw === "string" ? PANEL_ALIASES[raw.toLowerCase()] : undefined;
+  if (!panel) {
+    throw new BridgeError(
+      `panel must be one of ${Object.keys(PANEL_ALIASES).join(", ")}, got ${JSON.stringify(raw ?? null)}`,
+    );
+  }
+  const open = args.open;
+  if (open !== undefined && open !== null && typeof open !== "boolean") {
+    throw new BridgeError(`open must be true or false, got ${JSON.stringify(open)}`);
+  }
+  env.setPanel(panel, typeof open === "boolean" ? open : undefined);
+  return { ok: true, message: `${panel} panel ${open === undefined || open === null ? "toggled" : open ? "opened" : "closed"}` };
+}
+
+/**
+ * Carries out one frontend-tool event on the map and the UI. Charts are drawn by
+ * the conversation itself; here generate_chart only makes sure the chat is visible.
+ */
+export async function applyFrontendTool(name: string, args: JsonObject | undefined, env: BridgeEnv): Promise<BridgeResult> {
+  const a = args ?? {};
+  try {
+    switch (name) {
+      case "zoom_to_location":
+        return zoomTo(a, env);
+      case "visualize_collection":
+        return await visualize(a, env);
+      case "set_map_style":
+        return mapStyle(a, env);
+      case "toggle_ui_panel":
+        return togglePanel(a, env);
+      case "generate_chart":
+        env.setPanel("chat", true);
+        return { ok: true, message: "Chart shown in the conversation" };
+      default:
+        return { ok: false, message: `Unknown map command ${name}` };
+    }
+  } catch (err) {
+    if (err instanceof BridgeError) return { ok: false, message: err.message };
+    throw err;
+  }
+}

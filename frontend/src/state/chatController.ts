@@ -1,0 +1,256 @@
+import { ApiClient } from "../api/client";
+import { streamChat } from "../api/chatStream";
+import {
+  ActiveRunError,
+  GatewayUnreachableError,
+  HttpError,
+  QueueFullError,
+  StreamLostError,
+} from "../api/errors";
+import { QueueAbortedError, sendWithQueue } from "../api/queue";
+import { speak } from "../lib/speech";
+import { runFrontendTool } from "../map/frontendTools";
+import { isRunActive } from "./chatReducer";
+import { useChatStore } from "./chatStore";
+import { messagesFromHistory } from "./history";
+import { spatialContext, useUiStore } from "./uiStore";
+
+/** Ties the gateway API, the chat state, the map and speech together. */
+
+const api = new ApiClient();
+let runAbort: AbortController | null = null;
+let cancelTimer: ReturnType<typeof setTimeout> | undefined;
+
+/** If the gateway confirms no cancellation within this time, stop following the run anyway. */
+const CANCEL_GRACE_MS = 10_000;
+
+function dispatch(...args: Parameters<ReturnType<typeof useChatStore.getState>["dispatch"]>) {
+  useChatStore.getState().dispatch(...args);
+}
+
+function chat() {
+  return useChatStore.getState().chat;
+}
+
+function newId(prefix: string): string {
+  const rand = globalThis.crypto?.randomUUID?.() ?? `${Date.now()}-${Math.random().toString(16).slice(2)}`;
+  return `${prefix}-${rand}`;
+}
+
+function describe(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** Checks the gateway and shows which model answers. */
+export async function loadInfo(): Promise<boolean> {
+  try {
+    const info = await api.info();
+    if (info?.model) dispatch({ type: "set_model", model: info.provider ? `${info.model} (${info.provider})` : info.model });
+    if (chat().notice?.kind === "unreachable") dispatch({ type: "dismiss_notice" });
+    return true;
+  } catch (err) {
+    if (err instanceof GatewayUnreachableError) dispatch({ type: "notice", kind: "unreachable", text: err.message });
+    return false;
+  }
+}
+
+export async function refreshSessions(): Promise<void> {
+  try {
+    const sessions = await api.listSessions();
+    useChatStore.getState().setSessions(Array.isArray(sessions) ? sessions : []);
+  } catch (err) {
+    useChatStore.getState().setSessions(useChatStore.getState().sessions, `Could not load conversations: ${describe(err)}`);
+  }
+}
+
+/** Stops following the current stream without cancelling the run on the server. */
+function detachRun(): void {
+  runAbort?.abort();
+  runAbort = null;
+  clearTimeout(cancelTimer);
+}
+
+export async function loadSession(sessionId: string): Promise<boolean> {
+  try {
+    const history = await api.history(sessionId);
+    detachRun();
+    dispatch({
+      type: "history_loaded",
+      sessionId,
+      title: history.title ?? null,
+      messages: messagesFromHistory(sessionId, history.messages ?? []),
+    });
+    return true;
+  } catch (err) {
+    if (err instanceof HttpError && err.status === 404) {
+      if (chat().sessionId === sessionId) dispatch({ type: "new_conversation" });
+      dispatch({ type: "notice", kind: "info", text: "That conversation no longer exists." });
+      void refreshSessions();
+      return false;
+    }
+    dispatch({ type: "notice", kind: err instanceof GatewayUnreachableError ? "unreachable" : "error", text: `Could not load the conversation: ${describe(err)}` });
+    return false;
+  }
+}
+
+export function newConversation(): void {
+  detachRun();
+  dispatch({ type: "new_conversation" });
+}
+
+export async function renameSession(sessionId: string, title: string): Promise<boolean> {
+  const trimmed = title.trim();
+  if (!trimmed) return false;
+  try {
+    await api.renameSession(sessionId, trimmed);
+    dispatch({ type: "session_renamed", sessionId, title: trimmed });
+    await refreshSessions();
+    return true;
+  } catch (err) {
+    dispatch({ type: "notice", kind: "error", text: `Could not rename: ${describe(err)}` });
+    return false;
+  }
+}
+
+export async function deleteSession(sessionId: string): Promise<boolean> {
+  try {
+    await api.deleteSession(sessionId);
+  } catch (err) {
+    if (!(err instanceof HttpError && err.status === 404)) {
+      dispatch({ type: "notice", kind: "error", text: `Could not delete: ${describe(err)}` });
+      return false;
+    }
+  }
+  if (chat().sessionId === sessionId) newConversation();
+  await refreshSessions();
+  return true;
+}
+
+/** Restores the remembered conversation after a reload. */
+export async function restoreSession(): Promise<void> {
+  const id = chat().sessionId;
+  if (id) await loadSession(id);
+}
+
+export async function sendMessage(text: string): Promise<void> {
+  const message = text.trim();
+  if (!message || isRunActive(chat())) return;
+  const abort = new AbortController();
+  detachRun();
+  runAbort = abort;
+  dispatch({ type: "send", userId: newId("u"), assistantId: newId("a"), text: message, createdAt: new Date().toISOString() });
+  const request = { message, session_id: chat().sessionId, spatial_context: spatialContext() };
+
+  try {
+    const outcome = await sendWithQueue(
+      () =>
+        streamChat(
+          request,
+          {
+            onEvent(event, eventId) {
+              const before = chat();
+              dispatch({ type: "event", event, eventId });
+              if (chat() === before) return; // a replayed event: already handled
+              if (event.payload.case === "frontendTool") {
+                const { name, arguments: args } = event.payload.value;
+                void runFrontendTool(name, args).then(
+                  (result) => {
+                    if (!result.ok) dispatch({ type: "notice", kind: "error", text: result.message });
+                  },
+                  (err: unknown) => dispatch({ type: "notice", kind: "error", text: `Map command failed: ${describe(err)}` }),
+                );
+              }
+            },
+            onResuming: (attempt) => dispatch({ type: "resuming", attempt }),
+            onResumed: () => dispatch({ type: "resumed" }),
+          },
+          { signal: abort.signal },
+        ),
+      {
+        getCapacity: (signal) => api.capacity(signal),
+        onQueued: (capacity) => dispatch({ type: "queued", capacity }),
+        onPoll: (capacity) => dispatch({ type: "queue_poll", capacity }),
+        onRetry: () => dispatch({ type: "queue_retry" }),
+        signal: abort.signal,
+      },
+    );
+    if (outcome === "aborted" && runAbort === abort) dispatch({ type: "cancelled_locally" });
+  } catch (err) {
+    if (runAbort !== abort && !(err instanceof QueueAbortedError)) return; // superseded by another conversation
+    if (err instanceof QueueAbortedError) {
+      if (runAbort === abort || runAbort === null) {
+        dispatch({ type: "run_failed", reason: "queue_left", message: "" });
+        useChatStore.getState().setDraft(message);
+      }
+    } else if (err instanceof ActiveRunError) {
+      dispatch({
+        type: "run_failed",
+        reason: "busy",
+        message: "This conversation is still answering a previous message. Wait for it or stop it first.",
+      });
+    } else if (err instanceof GatewayUnreachableError) {
+      dispatch({ type: "run_failed", reason: "unreachable", message: `${err.message}. Check that the service is running, then try again.` });
+    } else if (err instanceof HttpError) {
+      dispatch({ type: "run_failed", reason: "http", message: `The request was refused: ${err.detail}` });
+    } else if (err instanceof StreamLostError || err instanceof QueueFullError) {
+      dispatch({ type: "run_failed", reason: "stream_lost", message: err.message });
+    } else {
+      dispatch({ type: "run_failed", reason: "http", message: `Something went wrong: ${describe(err)}` });
+    }
+  } finally {
+    if (runAbort === abort) {
+      runAbort = null;
+      clearTimeout(cancelTimer);
+    }
+  }
+
+  const state = chat();
+  const last = state.messages[state.messages.length - 1];
+  if (last?.role === "assistant" && last.status === "complete" && useUiStore.getState().speakAnswers) speak(last.content);
+  void refreshSessions();
+}
+
+/** The stop button: cancels the run on the server (or leaves the queue). */
+export async function stopRun(): Promise<void> {
+  const state = chat();
+  const run = state.run;
+  if (!run || run.phase === "finished") return;
+  if (!run.runId) {
+    // Queued or still connecting: nothing runs on the server yet.
+    runAbort?.abort();
+    return;
+  }
+  dispatch({ type: "cancel_requested" });
+  const abort = runAbort;
+  clearTimeout(cancelTimer);
+  cancelTimer = setTimeout(() => {
+    if (runAbort === abort && isRunActive(chat())) abort?.abort();
+  }, CANCEL_GRACE_MS);
+  try {
+    await api.cancelRun(run.runId);
+  } catch (err) {
+    if (err instanceof HttpError && err.status === 404) return; // already over
+    dispatch({ type: "notice", kind: "error", text: `Could not stop the run: ${describe(err)}` });
+  }
+}
+
+export async function answerApproval(approvalId: string, approved: boolean, reason: string | null): Promise<boolean> {
+  try {
+    await api.answerApproval(approvalId, approved, reason);
+    dispatch({ type: "approval_answered", approvalId, approved });
+    return true;
+  } catch (err) {
+    dispatch({ type: "notice", kind: "error", text: `Could not send your answer: ${describe(err)}` });
+    if (err instanceof HttpError && (err.status === 404 || err.status === 410)) {
+      dispatch({ type: "approval_answered", approvalId, approved: false });
+    }
+    return false;
+  }
+}
+
+/** First load: gateway check, remembered conversation, the conversation list. */
+export async function initialise(): Promise<void> {
+  const reachable = await loadInfo();
+  if (!reachable) return;
+  await Promise.all([restoreSession(), refreshSessions()]);
+}

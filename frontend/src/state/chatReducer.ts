@@ -1,0 +1,401 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import type { AgentEvent } from "../api/agentEvents";
+import type { Capacity } from "../api/errors";
+import type { Activity, ChatState, MessageStatus, NoticeKind, UiMessage } from "./chatTypes";
+
+export type RunFailure = "unreachable" | "busy" | "http" | "stream_lost" | "queue_left";
+
+export type ChatAction =
+  | { type: "send"; userId: string; assistantId: string; text: string; createdAt: string }
+  | { type: "event"; event: AgentEvent; eventId: string | null }
+  | { type: "queued"; capacity: Capacity }
+  | { type: "queue_poll"; capacity: Capacity }
+  | { type: "queue_retry" }
+  | { type: "resuming"; attempt: number }
+  | { type: "resumed" }
+  | { type: "cancel_requested" }
+  | { type: "cancelled_locally" }
+  | { type: "run_failed"; reason: RunFailure; message: string }
+  | { type: "approval_answered"; approvalId: string; approved: boolean }
+  | { type: "history_loaded"; sessionId: string; title: string | null; messages: UiMessage[] }
+  | { type: "new_conversation" }
+  | { type: "session_renamed"; sessionId: string; title: string }
+  | { type: "set_model"; model: string }
+  | { type: "notice"; kind: NoticeKind; text: string }
+  | { type: "dismiss_notice" };
+
+const FINISH_STATUS: Record<string, MessageStatus> = {
+  completed: "complete",
+  cancelled: "cancelled",
+  step_budget: "step_budget",
+};
+
+function updateMessage(state: ChatState, id: string, fn: (m: UiMessage) => UiMessage): ChatState {
+  return { ...state, messages: state.messages.map((m) => (m.id === id ? fn(m) : m)) };
+}
+
+function durationOf(value: bigint): number {
+  return Number(value);
+}
+
+/** Folds one agent event into the assistant message it belongs to. */
+function applyPayload(message: UiMessage, event: AgentEvent, key: string): UiMessage {
+  const step = event.step;
+  const p = event.payload;
+  switch (p.case) {
+    case "runStarted":
+      return { ...message, runId: event.runId };
+    case "thinking": {
+      const last = message.activities[message.activities.length - 1];
+      if (last && last.kind === "thinking" && last.step === step) {
+        const merged: Activity = { ...last, text: (last.text ?? "") + p.value.text };
+        return { ...message, activities: [...message.activities.slice(0, -1), merged] };
+      }
+      return {
+        ...message,
+        activities: [...message.activities, { id: key, kind: "thinking", step, text: p.value.text }],
+      };
+    }
+    case "toolStart":
+      return {
+        ...message,
+        activities: [
+          ...message.activities,
+          {
+            id: key,
+            kind: "tool",
+            step,
+            toolName: p.value.toolName,
+            callId: p.value.callId,
+            status: "running",
+            arguments: p.value.arguments,
+            server: p.value.server || undefined,
+          },
+        ],
+      };
+    case "toolResult":
+    case "toolError": {
+      const isError = p.case === "toolError";
+      const { callId, toolName } = p.value;
+      const patch: Partial<Activity> = {
+        status: isError ? "error" : "ok",
+        durationMs: durationOf(p.value.durationMs),
+        ...(isError ? { text: p.value.error } : { result: p.value.result, truncated: p.value.truncated }),
+      };
+      const idx = findToolActivity(message.activities, callId, toolName);
+      if (idx === -1) {
+        return {
+          ...message,
+          activities: [...message.activities, { id: key, kind: "tool", step, toolName, callId, ...patch }],
+        };
+      }
+      const activities = message.activities.slice();
+      activities[idx] = { ...activities[idx], ...patch };
+      return { ...message, activities };
+    }
+    case "content":
+      return { ...message, content: message.content + p.value.text };
+    case "approvalRequired":
+      return {
+        ...message,
+        activities: [
+          ...message.activities,
+          {
+            id: key,
+            kind: "approval",
+            step,
+            toolName: p.value.toolName,
+            callId: p.value.callId,
+            status: "pending",
+            arguments: p.value.arguments,
+          },
+        ],
+      };
+    case "frontendTool": {
+      const activity: Activity = {
+        id: key,
+        kind: "frontend",
+        step,
+        toolName: p.value.name,
+        callId: p.value.callId,
+        status: "ok",
+        arguments: p.value.arguments,
+      };
+      const chart = p.value.name === "generate_chart" ? chartConfigFrom(p.value.arguments) : null;
+      return {
+        ...message,
+        activities: [...message.activities, activity],
+        charts: chart ? [...message.charts, { id: key, config: chart }] : message.charts,
+      };
+    }
+    case "done": {
+      const status = FINISH_STATUS[p.value.finishReason] ?? "complete";
+      return {
+        ...message,
+        // The final text is authoritative: it repairs any delta lost on the way.
+        content: p.value.content || message.content,
+        status,
+        activities: message.activities.map((a) =>
+          a.status === "running" ? { ...a, status: status === "complete" ? "ok" : "error" } : a,
+        ),
+      };
+    }
+    case "error": {
+      const cancelled = p.value.code === "cancelled";
+      return {
+        ...message,
+        status: cancelled ? "cancelled" : "error",
+        error: { code: p.value.code, message: p.value.message },
+        activities: [
+          ...message.activities.map((a) => (a.status === "running" ? { ...a, status: "error" as const } : a)),
+          ...(cancelled ? [] : [{ id: key, kind: "error" as const, step, text: p.value.message || p.value.code }]),
+        ],
+      };
+    }
+    default:
+      return message;
+  }
+}
+
+function findToolActivity(activities: Activity[], callId: string, toolName: string): number {
+  for (let i = activities.length - 1; i >= 0; i--) {
+    const a = activities[i];
+    if (a.kind !== "tool") continue;
+    if (callId ? a.callId === callId : a.toolName === toolName && a.status === "running") return i;
+  }
+  return -1;
+}
+
+/** The Chart.js config inside `generate_chart` arguments (`{chart: {...}}` or the config itself). */
+export function chartConfigFrom(args: JsonObject | undefined): JsonObject | null {
+  if (!args) return null;
+  const inner = args.chart;
+  const candidate = inner && typeof inner === "object" && !Array.isArray(inner) ? (inner as JsonObject) : args;
+  return typeof candidate.type === "string" && candidate.data && typeof candidate.data === "object"
+    ? candidate
+    : null;
+}
+
+function noticeForError(code: string, message: string): { kind: NoticeKind; text: string } | null {
+  switch (code) {
+    case "cancelled":
+      return { kind: "cancelled", text: "Stopped. The answer was cancelled." };
+    case "model_unavailable":
+    case "model_timeout":
+      return { kind: "model_unavailable", text: "The model is unavailable right now. Try again in a moment." };
+    default:
+      return { kind: "error", text: message || `The run failed (${code}).` };
+  }
+}
+
+function applyEvent(state: ChatState, event: AgentEvent, eventId: string | null): ChatState {
+  const run = state.run;
+  if (!run) return state; // no run is waiting for events
+  if (run.runId && event.runId && event.runId !== run.runId) return state; // another run's event
+  const seq = Number(event.seq);
+  if (seq > 0 ? seq <= run.lastSeq : eventId !== null && run.seenIds.includes(eventId)) {
+    return state; // replayed after a resume: already applied
+  }
+  const key = `${event.runId || run.assistantId}:${seq || eventId || run.seenIds.length}`;
+  let next: ChatState = {
+    ...state,
+    run: {
+      ...run,
+      runId: run.runId ?? (event.runId || null),
+      lastSeq: seq > 0 ? seq : run.lastSeq,
+      seenIds: eventId !== null && seq <= 0 ? [...run.seenIds, eventId] : run.seenIds,
+      lastEventId: eventId ?? run.lastEventId,
+      phase: run.phase === "cancelling" ? "cancelling" : "streaming",
+    },
+  };
+  next = updateMessage(next, run.assistantId, (m) => applyPayload(m, event, key));
+  const p = event.payload;
+  switch (p.case) {
+    case "runStarted":
+      next = {
+        ...next,
+        sessionId: p.value.sessionId || next.sessionId,
+        model: p.value.model || next.model,
+      };
+      if (next.notice && (next.notice.kind === "queued" || next.notice.kind === "resuming")) next.notice = null;
+      break;
+    case "approvalRequired":
+      next = {
+        ...next,
+        approval: {
+          approvalId: p.value.approvalId,
+          runId: event.runId,
+          callId: p.value.callId,
+          toolName: p.value.toolName,
+          arguments: p.value.arguments ?? {},
+          timeoutSeconds: p.value.timeoutSeconds,
+          receivedAt: Date.now(),
+        },
+      };
+      break;
+    case "toolStart":
+    case "toolResult":
+    case "toolError":
+      // The approved (or rejected) call moved on: the dialog is stale.
+      if (next.approval && next.approval.callId === p.value.callId) next = { ...next, approval: null };
+      break;
+    case "done": {
+      const cancelled = p.value.finishReason === "cancelled";
+      next = {
+        ...next,
+        run: { ...next.run!, phase: "finished" },
+        approval: null,
+        notice: cancelled
+          ? { kind: "cancelled", text: "Stopped. The answer was cancelled." }
+          : next.notice?.kind === "resuming"
+            ? null
+            : next.notice,
+      };
+      break;
+    }
+    case "error":
+      next = { ...next, run: { ...next.run!, phase: "finished" }, approval: null, notice: noticeForError(p.value.code, p.value.message) };
+      break;
+    default:
+      break;
+  }
+  return next;
+}
+
+export function chatReducer(state: ChatState, action: ChatAction): ChatState {
+  switch (action.type) {
+    case "send":
+      return {
+        ...state,
+        messages: [
+          ...state.messages,
+          {
+            id: action.userId,
+            role: "user",
+            content: action.text,
+            status: "complete",
+            activities: [],
+            charts: [],
+            createdAt: action.createdAt,
+          },
+          { id: action.assistantId, role: "assistant", content: "", status: "streaming", activities: [], charts: [] },
+        ],
+        run: { runId: null, assistantId: action.assistantId, phase: "connecting", lastSeq: 0, seenIds: [], lastEventId: null },
+        approval: null,
+        notice: null,
+      };
+    case "event":
+      return applyEvent(state, action.event, action.eventId);
+    case "queued":
+    case "queue_poll": {
+      if (!state.run) return state;
+      const { active, max } = action.capacity;
+      return {
+        ...state,
+        run: { ...state.run, phase: "queued" },
+        notice: {
+          kind: "queued",
+          text: `All ${max} model slot${max === 1 ? " is" : "s are"} busy (${active} active). You are queued; your message is sent as soon as a slot frees.`,
+          capacity: action.capacity,
+        },
+      };
+    }
+    case "queue_retry":
+      if (!state.run) return state;
+      return { ...state, run: { ...state.run, phase: "connecting" } };
+    case "resuming":
+      if (!state.run) return state;
+      return {
+        ...state,
+        run: { ...state.run, phase: "resuming" },
+        notice: { kind: "resuming", text: `Connection lost. Resuming the answer (attempt ${action.attempt})…` },
+      };
+    case "resumed":
+      if (!state.run) return state;
+      return {
+        ...state,
+        run: { ...state.run, phase: "streaming" },
+        notice: state.notice?.kind === "resuming" ? null : state.notice,
+      };
+    case "cancel_requested":
+      if (!state.run || state.run.phase === "finished") return state;
+      return { ...state, run: { ...state.run, phase: "cancelling" } };
+    case "cancelled_locally": {
+      // The stream was dropped by the user before the gateway named the run.
+      const run = state.run;
+      if (!run || run.phase === "finished") return state;
+      const next = updateMessage(state, run.assistantId, (m) => ({
+        ...m,
+        status: "cancelled",
+        activities: m.activities.map((a) => (a.status === "running" ? { ...a, status: "error" as const } : a)),
+      }));
+      return {
+        ...next,
+        run: { ...run, phase: "finished" },
+        approval: null,
+        notice: { kind: "cancelled", text: "Stopped. The answer was cancelled." },
+      };
+    }
+    case "run_failed": {
+      const run = state.run;
+      if (!run) return state;
+      if (action.reason === "queue_left") {
+        // Nothing was sent: take the message back out of the conversation.
+        const idx = state.messages.findIndex((m) => m.id === run.assistantId);
+        const messages = idx > 0 ? state.messages.slice(0, idx - 1) : state.messages;
+        return { ...state, messages, run: null, notice: { kind: "info", text: "You left the queue." } };
+      }
+      const kind: NoticeKind =
+        action.reason === "unreachable" ? "unreachable" : action.reason === "busy" ? "busy" : "error";
+      const next = updateMessage(state, run.assistantId, (m) => ({
+        ...m,
+        status: "error",
+        error: { code: action.reason, message: action.message },
+      }));
+      return { ...next, run: { ...run, phase: "finished" }, approval: null, notice: { kind, text: action.message } };
+    }
+    case "approval_answered": {
+      if (!state.approval || state.approval.approvalId !== action.approvalId) return state;
+      const callId = state.approval.callId;
+      const run = state.run;
+      let next: ChatState = { ...state, approval: null };
+      if (run) {
+        next = updateMessage(next, run.assistantId, (m) => ({
+          ...m,
+          activities: m.activities.map((a) =>
+            a.kind === "approval" && a.callId === callId && a.status === "pending"
+              ? { ...a, status: action.approved ? "approved" : "rejected" }
+              : a,
+          ),
+        }));
+      }
+      return next;
+    }
+    case "history_loaded":
+      return {
+        ...initialStateFor(action.sessionId, action.title, state.model),
+        messages: action.messages,
+      };
+    case "new_conversation":
+      return initialStateFor(null, null, state.model);
+    case "session_renamed":
+      return state.sessionId === action.sessionId ? { ...state, title: action.title } : state;
+    case "set_model":
+      return { ...state, model: action.model };
+    case "notice":
+      return { ...state, notice: { kind: action.kind, text: action.text } };
+    case "dismiss_notice":
+      return { ...state, notice: null };
+    default:
+      return state;
+  }
+}
+
+function initialStateFor(sessionId: string | null, title: string | null, model: string | null): ChatState {
+  return { sessionId, title, model, messages: [], run: null, approval: null, notice: null };
+}
+
+/** True while a run is being started, queued, streamed or resumed. */
+export function isRunActive(state: ChatState): boolean {
+  return state.run !== null && state.run.phase !== "finished";
+}

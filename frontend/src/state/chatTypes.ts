@@ -1,0 +1,100 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+
+export type ActivityStatus = "running" | "ok" | "error" | "pending" | "approved" | "rejected";
+
+/** One line of the activity feed. */
+export interface Activity {
+  id: string;
+  kind: "thinking" | "tool" | "approval" | "frontend" | "error" | "notice";
+  step: number;
+  /** Thinking text, error message or notice text. */
+  text?: string;
+  toolName?: string;
+  callId?: string;
+  status?: ActivityStatus;
+  durationMs?: number;
+  arguments?: JsonObject;
+  result?: string;
+  truncated?: boolean;
+  server?: string;
+}
+
+/** A Chart.js configuration the model asked to show. */
+export interface ChartSpec {
+  id: string;
+  config: JsonObject;
+}
+
+export type MessageStatus = "streaming" | "complete" | "cancelled" | "error" | "step_budget";
+
+export interface UiMessage {
+  id: string;
+  role: "user" | "assistant";
+  content: string;
+  status: MessageStatus;
+  activities: Activity[];
+  charts: ChartSpec[];
+  createdAt?: string;
+  runId?: string;
+  error?: { code: string; message: string };
+}
+
+export interface PendingApproval {
+  approvalId: string;
+  runId: string;
+  callId: string;
+  toolName: string;
+  arguments: JsonObject;
+  timeoutSeconds: number;
+  receivedAt: number;
+}
+
+export type RunPhase = "connecting" | "queued" | "streaming" | "resuming" | "cancelling" | "finished";
+
+/** The run the conversation is waiting on. */
+export interface RunState {
+  runId: string | null;
+  assistantId: string;
+  phase: RunPhase;
+  /** Highest `seq` applied; events at or below it are replays. */
+  lastSeq: number;
+  /** SSE ids applied, for events that carry no seq. */
+  seenIds: string[];
+  lastEventId: string | null;
+}
+
+export type NoticeKind =
+  | "queued"
+  | "unreachable"
+  | "model_unavailable"
+  | "cancelled"
+  | "busy"
+  | "resuming"
+  | "error"
+  | "info";
+
+export interface Notice {
+  kind: NoticeKind;
+  text: string;
+  capacity?: { active: number; max: number; available: number };
+}
+
+export interface ChatState {
+  sessionId: string | null;
+  title: string | null;
+  model: string | null;
+  messages: UiMessage[];
+  run: RunState | null;
+  approval: PendingApproval | null;
+  notice: Notice | null;
+}
+
+export const initialChatState: ChatState = {
+  sessionId: null,
+  title: null,
+  model: null,
+  messages: [],
+  run: null,
+  approval: null,
+  notice: null,
+};

@@ -1,0 +1,80 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import type { HistoryMessage, HistoryToolCall } from "../api/client";
+import { chartConfigFrom } from "./chatReducer";
+import type { Activity, ChartSpec, UiMessage } from "./chatTypes";
+
+function callName(call: HistoryToolCall): string {
+  return call.name ?? call.function?.name ?? "tool";
+}
+
+function callArguments(call: HistoryToolCall): JsonObject | undefined {
+  let raw = call.arguments ?? call.function?.arguments;
+  if (typeof raw === "string") {
+    try {
+      raw = JSON.parse(raw);
+    } catch {
+      return undefined;
+    }
+  }
+  return raw && typeof raw === "object" && !Array.isArray(raw) ? (raw as JsonObject) : undefined;
+}
+
+/**
+ * Turns stored history into conversation bubbles: user and assistant messages
+ * with text; the tool calls an assistant made on the way to its answer become
+ * that answer's activity entries, and `generate_chart` calls its charts again.
+ */
+export function messagesFromHistory(sessionId: string, history: HistoryMessage[]): UiMessage[] {
+  const out: UiMessage[] = [];
+  let pendingActivities: Activity[] = [];
+  let pendingCharts: ChartSpec[] = [];
+  history.forEach((msg, index) => {
+    const id = `${sessionId}:h${index}`;
+    if (msg.role === "user") {
+      pendingActivities = [];
+      pendingCharts = [];
+      out.push({
+        id,
+        role: "user",
+        content: msg.content,
+        status: "complete",
+        activities: [],
+        charts: [],
+        createdAt: msg.created_at ?? undefined,
+      });
+      return;
+    }
+    if (msg.role !== "assistant") return; // tool results and system prompts stay hidden
+    (msg.tool_calls ?? []).forEach((call, callIndex) => {
+      const name = callName(call);
+      const args = callArguments(call);
+      const activityId = `${id}:c${callIndex}`;
+      pendingActivities.push({
+        id: activityId,
+        kind: "tool",
+        step: 0,
+        toolName: name,
+        callId: call.id,
+        status: "ok",
+        arguments: args,
+      });
+      if (name === "generate_chart") {
+        const config = chartConfigFrom(args);
+        if (config) pendingCharts.push({ id: activityId, config });
+      }
+    });
+    if (!msg.content) return;
+    out.push({
+      id,
+      role: "assistant",
+      content: msg.content,
+      status: "complete",
+      activities: pendingActivities,
+      charts: pendingCharts,
+      createdAt: msg.created_at ?? undefined,
+    });
+    pendingActivities = [];
+    pendingCharts = [];
+  });
+  return out;
+}

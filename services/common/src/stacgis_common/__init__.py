@@ -1,0 +1,1 @@
+"""Shared plumbing of the stacgis services."""

@@ -1,0 +1,102 @@
+"""Bootstrap shared by every MCP tool server: stateless streamable HTTP behind internal-token auth,
+with /healthz, /readyz and /metrics beside /mcp."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+import uvicorn
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
+from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.routing import BaseRoute, Mount, Route
+
+from .auth import InternalTokenVerifier
+from .health import Check, health_routes
+from .settings import ServiceSettings
+from .telemetry import MetricsMiddleware, metrics_endpoint, setup_telemetry
+
+Lifespan = Callable[[Starlette], AbstractAsyncContextManager[None]]
+
+
+def create_mcp_server(name: str, settings: ServiceSettings, instructions: str | None = None) -> MCPServer[Any]:
+    """An MCP server whose every request must carry a valid internal token."""
+    return MCPServer(
+        name=name,
+        instructions=instructions,
+        token_verifier=InternalTokenVerifier(settings),
+        auth=AuthSettings(
+            issuer_url="http://stacgis-gateway",  # type: ignore[arg-type]
+            resource_server_url=None,
+        ),
+    )
+
+
+def transport_security(settings: ServiceSettings) -> TransportSecuritySettings:
+    if "*" in settings.allowed_hosts:
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    origins = [f"http://{host}" for host in settings.allowed_hosts] + [
+        f"https://{host}" for host in settings.allowed_hosts
+    ]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=settings.allowed_hosts, allowed_origins=origins
+    )
+
+
+def build_tool_server_app(
+    server: MCPServer[Any],
+    settings: ServiceSettings,
+    readiness: Mapping[str, Check] | None = None,
+    extra_routes: Sequence[BaseRoute] | None = None,
+    lifespan: Lifespan | None = None,
+    trace_file: str | None = None,
+) -> Starlette:
+    service = server.name
+    setup_telemetry(service, settings, trace_file=trace_file)
+    mcp_app = server.streamable_http_app(
+        streamable_http_path="/mcp",
+        stateless_http=True,
+        json_response=False,
+        transport_security=transport_security(settings),
+        host=settings.host,
+    )
+
+    @contextlib.asynccontextmanager
+    async def combined_lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            if lifespan is not None:
+                await stack.enter_async_context(lifespan(app))
+            await stack.enter_async_context(mcp_app.router.lifespan_context(mcp_app))
+            yield
+
+    routes: list[BaseRoute] = [
+        *health_routes(readiness),
+        Route("/metrics", metrics_endpoint, methods=["GET"]),
+        *(extra_routes or []),
+        Mount("", app=mcp_app),
+    ]
+    return Starlette(
+        routes=routes,
+        lifespan=combined_lifespan,
+        middleware=[
+            Middleware(OpenTelemetryMiddleware, excluded_urls="healthz,readyz,metrics"),
+            Middleware(MetricsMiddleware, service=service),
+        ],
+    )
+
+
+def serve(app: Any, settings: ServiceSettings) -> None:
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_config=None,
+        proxy_headers=True,
+        timeout_graceful_shutdown=10,
+    )

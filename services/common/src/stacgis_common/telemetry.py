@@ -1,0 +1,142 @@
+"""Tracing (OpenTelemetry, W3C trace context) and HTTP golden-signal metrics (Prometheus)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from opentelemetry import trace
+from opentelemetry.instrumentation.asyncpg import AsyncPGInstrumentor
+from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
+from opentelemetry.instrumentation.redis import RedisInstrumentor
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter, SpanExportResult
+from prometheus_client import CONTENT_TYPE_LATEST, Counter, Histogram, generate_latest
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Match
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .logs import configure_logging
+from .settings import ServiceSettings
+
+HTTP_REQUESTS = Counter(
+    "http_server_requests_total", "HTTP requests served", ["service", "method", "route", "status"]
+)
+HTTP_DURATION = Histogram(
+    "http_server_request_duration_seconds",
+    "Time to the response headers of HTTP requests",
+    ["service", "method", "route"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+)
+
+_configured = False
+_lock = threading.Lock()
+
+
+class JsonLinesSpanExporter(SpanExporter):
+    """Appends finished spans as JSON lines; lets tests and local runs inspect whole traces."""
+
+    def __init__(self, path: str) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        lines = []
+        for span in spans:
+            context = span.get_span_context()
+            parent = span.parent
+            lines.append(
+                json.dumps(
+                    {
+                        "name": span.name,
+                        "service": span.resource.attributes.get("service.name"),
+                        "trace_id": format(context.trace_id, "032x") if context else None,
+                        "span_id": format(context.span_id, "016x") if context else None,
+                        "parent_span_id": format(parent.span_id, "016x") if parent else None,
+                        "kind": span.kind.name,
+                        "start_ns": span.start_time,
+                        "end_ns": span.end_time,
+                        "status": span.status.status_code.name,
+                        "attributes": {k: _plain(v) for k, v in (span.attributes or {}).items()},
+                    }
+                )
+            )
+        with self._lock, self.path.open("a", encoding="utf-8") as handle:
+            handle.write("".join(line + "\n" for line in lines))
+        return SpanExportResult.SUCCESS
+
+
+def _plain(value: object) -> object:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def setup_telemetry(service: str, settings: ServiceSettings, trace_file: str | None = None) -> None:
+    """Configure JSON logs and the tracer provider once per process."""
+    global _configured
+    with _lock:
+        configure_logging(service, settings.log_level)
+        if _configured:
+            return
+        provider = TracerProvider(resource=Resource.create({"service.name": service}))
+        if settings.otlp_endpoint:
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+            endpoint = settings.otlp_endpoint.rstrip("/")
+            if not endpoint.endswith("/v1/traces"):
+                endpoint += "/v1/traces"
+            provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
+        if trace_file:
+            provider.add_span_processor(SimpleSpanProcessor(JsonLinesSpanExporter(trace_file)))
+        trace.set_tracer_provider(provider)
+        HTTPXClientInstrumentor().instrument()
+        AsyncPGInstrumentor().instrument()
+        RedisInstrumentor().instrument()
+        _configured = True
+
+
+def _route_template(scope: Scope) -> str:
+    app = scope.get("app")
+    router = getattr(app, "router", None)
+    for route in getattr(router, "routes", []):
+        match, _ = route.matches(scope)
+        if match == Match.FULL:
+            return str(getattr(route, "path", scope["path"]))
+    return "unmatched"
+
+
+class MetricsMiddleware:
+    """Counts requests and times them to the response headers, labelled by route template."""
+
+    def __init__(self, app: ASGIApp, service: str) -> None:
+        self.app = app
+        self.service = service
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        route = _route_template(scope)
+        method = scope["method"]
+        status = 500
+
+        async def send_wrapper(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                HTTP_DURATION.labels(self.service, method, route).observe(time.perf_counter() - start)
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_wrapper)
+        finally:
+            HTTP_REQUESTS.labels(self.service, method, route, str(status)).inc()
+
+
+async def metrics_endpoint(_: Request) -> Response:
+    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,189 @@
+"""Test helpers shared by every service's suite (loaded as a pytest plugin).
+
+Postgres and Redis come from testcontainers when a Docker engine answers, else from the local
+servers started by `make infra-up`. Each test session gets its own fresh database and Redis db.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from .auth import mint_internal_token
+from .settings import DEV_TOKEN_SECRET
+
+LOCAL_PG_ADMIN_DSN = os.environ.get("STACGIS_TEST_PG_DSN", "postgresql://stacgis:stacgis@127.0.0.1:55432/stacgis")
+LOCAL_REDIS = os.environ.get("STACGIS_TEST_REDIS_URL", "redis://127.0.0.1:56379")
+REPO_ROOT = Path(__file__).resolve().parents[4]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def token_for(user_id: str, session_id: str | None = None, ttl_seconds: int = 900) -> str:
+    """An internal token signed with the development secret the test services run with."""
+    return mint_internal_token(DEV_TOKEN_SECRET, user_id, session_id, ttl_seconds)
+
+
+class RunningService:
+    def __init__(self, process: subprocess.Popen[bytes], url: str, log_path: Path) -> None:
+        self.process = process
+        self.url = url
+        self.log_path = log_path
+
+    def logs(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
+
+
+@contextlib.contextmanager
+def run_service(
+    module: str,
+    env: dict[str, str],
+    port: int,
+    ready_path: str = "/healthz",
+    timeout: float = 90.0,
+) -> Iterator[RunningService]:
+    """Start `python -m module` as a real process and wait until `ready_path` answers 200."""
+    log_file = tempfile.NamedTemporaryFile(prefix=f"{module}-", suffix=".log", delete=False)
+    full_env = {**os.environ, "HF_HUB_OFFLINE": "1", **env}
+    process = subprocess.Popen(
+        [sys.executable, "-m", module], env=full_env, stdout=log_file, stderr=subprocess.STDOUT, cwd=REPO_ROOT
+    )
+    url = f"http://127.0.0.1:{port}"
+    service = RunningService(process, url, Path(log_file.name))
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"{module} exited with {process.returncode}:\n{service.logs()[-4000:]}")
+            try:
+                if httpx.get(url + ready_path, timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{module} not ready after {timeout}s:\n{service.logs()[-4000:]}")
+            time.sleep(0.2)
+        yield service
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(5)
+        log_file.close()
+
+
+@contextlib.asynccontextmanager
+async def mcp_client(url: str, token: str | None) -> AsyncIterator[Any]:
+    """A connected MCP ClientSession to `url` (the server's /mcp endpoint) with a bearer token."""
+    import httpx2
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60.0, read=120.0)) as http:
+        async with streamable_http_client(url, http_client=http) as streams:
+            read, write = streams[0], streams[1]
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                yield session
+
+
+def _docker_available() -> bool:
+    if os.environ.get("STACGIS_TEST_NO_DOCKER"):
+        return False
+    try:
+        import docker
+
+        docker.from_env(timeout=2).ping()
+        return True
+    except Exception:  # noqa: BLE001 - any failure means "no engine here"
+        return False
+
+
+@pytest.fixture(scope="session")
+def pg_dsn() -> Iterator[str]:
+    """DSN of a fresh, empty database (pgvector available) for this test session."""
+    if _docker_available():
+        from testcontainers.postgres import PostgresContainer
+
+        with PostgresContainer("pgvector/pgvector:pg16", driver=None) as container:
+            yield container.get_connection_url()
+        return
+    import asyncio
+
+    import asyncpg
+
+    name = f"test_{uuid.uuid4().hex[:12]}"
+
+    async def admin(sql: str) -> None:
+        connection = await asyncpg.connect(LOCAL_PG_ADMIN_DSN)
+        try:
+            await connection.execute(sql)
+        finally:
+            await connection.close()
+
+    try:
+        asyncio.run(admin(f'CREATE DATABASE "{name}"'))
+    except OSError as error:
+        pytest.fail(f"no Postgres at {LOCAL_PG_ADMIN_DSN} ({error}); run `make infra-up`")
+    base = LOCAL_PG_ADMIN_DSN.rsplit("/", 1)[0]
+    yield f"{base}/{name}"
+    asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    """URL of an empty Redis database reserved for this test session."""
+    if _docker_available():
+        from testcontainers.redis import RedisContainer
+
+        with RedisContainer("redis:7.4-alpine") as container:
+            yield f"redis://{container.get_container_host_ip()}:{container.get_exposed_port(6379)}/0"
+        return
+    import redis
+
+    # Redis has 16 numbered databases: lock one (1..15) so parallel test sessions never share it.
+    for index in range(1, 16):
+        handle = open(os.path.join(tempfile.gettempdir(), f"stacgis-test-redis-{index}.lock"), "w")  # noqa: SIM115
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            continue
+        url = f"{LOCAL_REDIS}/{index}"
+        try:
+            redis.Redis.from_url(url).flushdb()
+        except redis.ConnectionError as error:
+            handle.close()
+            pytest.fail(f"no Redis at {LOCAL_REDIS} ({error}); run `make infra-up`")
+        try:
+            yield url
+        finally:
+            handle.close()
+        return
+    pytest.fail("all 15 test Redis databases are in use")

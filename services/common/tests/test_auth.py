@@ -1,0 +1,54 @@
+import time
+
+import jwt
+import pytest
+
+from stacgis_common.auth import InvalidInternalToken, mint_internal_token, verify_internal_token
+
+SECRET = "unit-test-secret-that-is-long-enough-for-hs256"
+
+
+def test_round_trip_carries_user_and_session() -> None:
+    token = mint_internal_token(SECRET, "user-1", "session-9")
+    identity = verify_internal_token(token, SECRET)
+    assert identity.user_id == "user-1"
+    assert identity.session_id == "session-9"
+
+
+def test_expired_token_rejected() -> None:
+    token = mint_internal_token(SECRET, "user-1", ttl_seconds=-60)
+    with pytest.raises(InvalidInternalToken, match="(?i)expired"):
+        verify_internal_token(token, SECRET)
+
+
+def test_tampered_token_rejected() -> None:
+    token = mint_internal_token(SECRET, "user-1")
+    header, payload, signature = token.split(".")
+    forged_payload = jwt.utils.base64url_encode(
+        jwt.utils.base64url_decode(payload).replace(b"user-1", b"user-2")
+    ).decode()
+    with pytest.raises(InvalidInternalToken):
+        verify_internal_token(f"{header}.{forged_payload}.{signature}", SECRET)
+
+
+def test_wrong_secret_rejected() -> None:
+    token = mint_internal_token("another-secret-another-secret-another", "user-1")
+    with pytest.raises(InvalidInternalToken):
+        verify_internal_token(token, SECRET)
+
+
+def test_wrong_audience_rejected() -> None:
+    token = mint_internal_token(SECRET, "user-1", audience="someone-else")
+    with pytest.raises(InvalidInternalToken, match="(?i)audience"):
+        verify_internal_token(token, SECRET)
+
+
+def test_unsigned_token_rejected() -> None:
+    now = int(time.time())
+    token = jwt.encode(
+        {"sub": "user-1", "aud": "stacgis-internal", "iss": "stacgis-gateway", "iat": now, "exp": now + 60},
+        key=None,
+        algorithm="none",
+    )
+    with pytest.raises(InvalidInternalToken):
+        verify_internal_token(token, SECRET)

@@ -1,0 +1,39 @@
+import subprocess
+import sys
+
+import pytest
+from pydantic_settings import SettingsConfigDict
+
+from stacgis_common.settings import ServiceSettings, SettingsError, load_settings
+
+
+class DemoSettings(ServiceSettings):
+    model_config = SettingsConfigDict(env_prefix="DEMO_", frozen=True)
+    max_items: int = 10
+
+
+def test_bad_value_names_the_variable(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("DEMO_PORT", "not-a-number")
+    with pytest.raises(SettingsError) as raised:
+        load_settings(DemoSettings)
+    assert "DEMO_PORT" in str(raised.value)
+    assert "DEMO_PORT" in capsys.readouterr().err
+
+
+def test_secret_value_is_never_echoed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DEMO_INTERNAL_TOKEN_SECRET", "s3cr3t-value")
+    settings = load_settings(DemoSettings)
+    assert "s3cr3t-value" not in repr(settings)
+    assert "s3cr3t-value" not in str(settings.model_dump())
+
+
+def test_service_refuses_to_start_with_bad_setting() -> None:
+    process = subprocess.run(
+        [sys.executable, "-c", "import toy_server"],
+        env={"TOY_DATABASE_URL": "x", "TOY_REDIS_URL": "y", "TOY_PORT": "-x", "PYTHONPATH": __file__.rsplit("/", 1)[0]},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert process.returncode != 0
+    assert "invalid setting TOY_PORT" in process.stderr

@@ -1,0 +1,1 @@
+"""Raster tool server: STAC collections of COGs as MCP tools and map tiles."""

@@ -1,0 +1,387 @@
+"""Raster collections from a STAC source: a static catalog (path or URL) or a STAC API.
+
+Everything here is blocking I/O; the service calls it from worker threads.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+import httpx
+import pystac
+from pystac.stac_io import DefaultStacIO
+
+from stacgis_raster.assets import AssetGuard
+from stacgis_raster.errors import UpstreamError, unknown_collection
+from stacgis_raster.stac_fields import TIME_RESOLVED_FIELD
+from stacgis_raster.validation import BBox, TimeInterval
+
+_DATA_MEDIA_TYPES = ("image/tiff", "application/x-netcdf", "image/vnd.stac.geotiff")
+
+
+@dataclass(frozen=True)
+class BandInfo:
+    index: int
+    name: str
+    description: str | None
+    unit: str | None
+    nodata: float | None
+    data_type: str | None
+    classes: dict[int, str] | None = None
+
+    def describe(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"band": self.index, "name": self.name}
+        if self.description:
+            out["description"] = self.description
+        out["unit"] = self.unit
+        if self.classes:
+            out["classes"] = {str(k): v for k, v in self.classes.items()}
+        return out
+
+
+@dataclass(frozen=True)
+class ItemRecord:
+    id: str
+    collection_id: str
+    bbox: BBox | None
+    start: dt.datetime | None
+    end: dt.datetime | None
+    href: str
+
+    @property
+    def when(self) -> dt.datetime | None:
+        return self.start
+
+    def time_label(self) -> str | None:
+        if self.start is None:
+            return None
+        if self.end is None or self.end == self.start:
+            return _iso(self.start)
+        return f"{_iso(self.start)}/{_iso(self.end)}"
+
+
+@dataclass
+class CollectionRecord:
+    id: str
+    title: str
+    description: str
+    keywords: list[str]
+    license: str
+    providers: list[str]
+    bbox: BBox | None
+    start: dt.datetime | None
+    end: dt.datetime | None
+    time_resolved: bool
+    bands: list[BandInfo]
+    render: dict[str, Any]
+    proj_code: str | None
+    resolution_m: float | None
+    item_count: int | None
+    provenance: dict[str, Any] | None = None
+    items: list[ItemRecord] = field(default_factory=list)
+
+    @property
+    def categorical(self) -> bool:
+        return bool(self.bands and self.bands[0].classes)
+
+    def temporal_label(self) -> str | None:
+        if self.start is None and self.end is None:
+            return None
+        return f"{_iso(self.start) if self.start else '..'}/{_iso(self.end) if self.end else '..'}"
+
+    def summary(self) -> dict[str, Any]:
+        """Compact description for listings."""
+        units = sorted({b.unit for b in self.bands if b.unit})
+        out: dict[str, Any] = {
+            "id": self.id,
+            "title": self.title,
+            "bbox": [round(v, 4) for v in self.bbox] if self.bbox else None,
+            "time": self.temporal_label() if self.time_resolved else "not time-resolved",
+            "bands": len(self.bands),
+            "units": units,
+            "kind": "categorical" if self.categorical else "continuous",
+        }
+        if self.item_count is not None:
+            out["items"] = self.item_count
+        return out
+
+    def details(self) -> dict[str, Any]:
+        out = self.summary()
+        out.pop("units")
+        out["description"] = self.description
+        out["keywords"] = self.keywords
+        out["license"] = self.license
+        out["providers"] = self.providers
+        out["crs"] = self.proj_code
+        out["resolution_m"] = self.resolution_m
+        out["bands"] = [b.describe() for b in self.bands]
+        out["time_resolved"] = self.time_resolved
+        if self.time_resolved and self.items:
+            out["timesteps"] = [i.time_label() for i in self.items[:24]]
+            if len(self.items) > 24:
+                out["timesteps"].append(f"... {len(self.items) - 24} more")
+        if self.provenance:
+            out["provenance"] = self.provenance
+        return out
+
+
+def _iso(value: dt.datetime) -> str:
+    return value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+
+
+def _bands_from(raster_bands: list[dict[str, Any]]) -> list[BandInfo]:
+    bands = []
+    for index, band in enumerate(raster_bands, start=1):
+        classes = None
+        if band.get("classification:classes"):
+            classes = {
+                int(c["value"]): str(c.get("title") or c.get("description") or c.get("name"))
+                for c in band["classification:classes"]
+            }
+        nodata = band.get("nodata")
+        bands.append(BandInfo(
+            index=index,
+            name=str(band.get("name") or f"band{index}"),
+            description=band.get("description"),
+            unit=band.get("unit"),
+            nodata=float(nodata) if isinstance(nodata, (int, float)) else None,
+            data_type=band.get("data_type"),
+            classes=classes,
+        ))
+    return bands
+
+
+def _data_asset(item: pystac.Item) -> pystac.Asset | None:
+    if "data" in item.assets:
+        return item.assets["data"]
+    for asset in item.assets.values():
+        if "data" in (asset.roles or []) or (asset.media_type or "").startswith(_DATA_MEDIA_TYPES):
+            return asset
+    return None
+
+
+def item_record(item: pystac.Item, collection_id: str) -> ItemRecord | None:
+    asset = _data_asset(item)
+    if asset is None:
+        return None
+    start = item.common_metadata.start_datetime or item.datetime
+    end = item.common_metadata.end_datetime or item.datetime
+    bbox = tuple(item.bbox) if item.bbox else None
+    return ItemRecord(item.id, collection_id, bbox, start, end, asset.get_absolute_href() or asset.href)  # type: ignore[arg-type]
+
+
+def collection_record(collection: pystac.Collection, items: list[ItemRecord] | None,
+                      sample_item: pystac.Item | None) -> CollectionRecord:
+    spatial = collection.extent.spatial.bboxes[0] if collection.extent.spatial.bboxes else None
+    interval = collection.extent.temporal.intervals[0] if collection.extent.temporal.intervals else [None, None]
+    raster_bands: list[dict[str, Any]] = []
+    summary = collection.summaries.get_list("raster:bands") if collection.summaries else None
+    if sample_item is not None and (asset := _data_asset(sample_item)) is not None:
+        raster_bands = asset.extra_fields.get("raster:bands") or []
+    if not raster_bands and summary:
+        raster_bands = summary
+    time_resolved = collection.extra_fields.get(TIME_RESOLVED_FIELD)
+    if time_resolved is None:
+        time_resolved = interval[0] is not None and interval[0] != interval[1]
+    renders = collection.extra_fields.get("renders") or {}
+    render = renders.get("default") or (next(iter(renders.values())) if renders else {})
+    proj_code = None
+    resolution = None
+    if sample_item is not None:
+        proj_code = sample_item.properties.get("proj:code")
+        if proj_code is None and sample_item.properties.get("proj:epsg"):
+            proj_code = f"EPSG:{sample_item.properties['proj:epsg']}"
+    if raster_bands:
+        resolution = raster_bands[0].get("spatial_resolution")
+    return CollectionRecord(
+        id=collection.id,
+        title=collection.title or collection.id,
+        description=collection.description or "",
+        keywords=list(collection.keywords or []),
+        license=collection.license,
+        providers=[p.name for p in collection.providers or []],
+        bbox=tuple(spatial) if spatial and len(spatial) == 4 else None,  # type: ignore[arg-type]
+        start=interval[0],
+        end=interval[1],
+        time_resolved=bool(time_resolved),
+        bands=_bands_from(raster_bands),
+        render=render,
+        proj_code=proj_code,
+        resolution_m=resolution,
+        item_count=len(items) if items is not None else None,
+        provenance=collection.extra_fields.get("stacgis:provenance"),
+        items=sorted(items or [], key=lambda i: (i.start or dt.datetime.min.replace(tzinfo=dt.UTC))),
+    )
+
+
+class GuardedStacIO(DefaultStacIO):
+    """pystac I/O that only reads allowed locations and never waits forever."""
+
+    def __init__(self, guard: AssetGuard, timeout: float) -> None:
+        super().__init__()
+        self.guard = guard
+        self.timeout = timeout
+
+    def read_text_from_href(self, href: str) -> str:
+        target = self.guard.check(href)
+        if target.startswith(("http://", "https://")):
+            try:
+                response = httpx.get(target, timeout=self.timeout, follow_redirects=False)
+                response.raise_for_status()
+            except httpx.HTTPError as exc:
+                raise UpstreamError(f"could not read STAC document {href}: {exc}") from exc
+            return response.text
+        return Path(target).read_text(encoding="utf-8")
+
+
+class CatalogSource(Protocol):
+    def load(self) -> None: ...
+
+    def collections(self) -> list[CollectionRecord]: ...
+
+    def collection(self, collection_id: str) -> CollectionRecord: ...
+
+    def items(self, collection: CollectionRecord, interval: TimeInterval | None,
+              bbox: BBox | None, limit: int) -> list[ItemRecord]: ...
+
+
+def _overlaps(item: ItemRecord, bbox: BBox | None) -> bool:
+    if bbox is None or item.bbox is None:
+        return True
+    w, s, e, n = item.bbox
+    return not (bbox[2] < w or bbox[0] > e or bbox[3] < s or bbox[1] > n)
+
+
+class _CachedSource:
+    """Shared TTL bookkeeping: reload the whole listing when it is older than the TTL."""
+
+    def __init__(self, refresh_seconds: float) -> None:
+        self.refresh_seconds = refresh_seconds
+        self._records: dict[str, CollectionRecord] = {}
+        self._loaded_at = 0.0
+        self._lock = threading.Lock()
+
+    def _fetch(self) -> dict[str, CollectionRecord]:
+        raise NotImplementedError
+
+    def load(self) -> None:
+        records = self._fetch()
+        with self._lock:
+            self._records = records
+            self._loaded_at = time.monotonic()
+
+    def _ensure_fresh(self) -> None:
+        if not self._loaded_at or time.monotonic() - self._loaded_at > self.refresh_seconds:
+            self.load()
+
+    def collections(self) -> list[CollectionRecord]:
+        self._ensure_fresh()
+        return list(self._records.values())
+
+    def collection(self, collection_id: str) -> CollectionRecord:
+        self._ensure_fresh()
+        record = self._records.get(collection_id)
+        if record is None:
+            raise unknown_collection(collection_id, self._records)
+        return record
+
+
+class StaticCatalogSource(_CachedSource):
+    """A static catalog read completely into memory (fine for up to thousands of items)."""
+
+    def __init__(self, href: str, guard: AssetGuard, *, refresh_seconds: float, timeout: float) -> None:
+        super().__init__(refresh_seconds)
+        self.href = href
+        self.io = GuardedStacIO(guard, timeout)
+
+    def _fetch(self) -> dict[str, CollectionRecord]:
+        root = pystac.read_file(self.href, stac_io=self.io)
+        if not isinstance(root, pystac.Catalog):
+            raise UpstreamError(f"{self.href} is not a STAC catalog or collection")
+        collections: Iterable[pystac.Collection] = (
+            [root] if isinstance(root, pystac.Collection) else root.get_all_collections()
+        )
+        records = {}
+        for collection in collections:
+            pystac_items = list(collection.get_items())
+            items = [r for r in (item_record(i, collection.id) for i in pystac_items) if r]
+            records[collection.id] = collection_record(
+                collection, items, pystac_items[0] if pystac_items else None
+            )
+        return records
+
+    def items(self, collection: CollectionRecord, interval: TimeInterval | None,
+              bbox: BBox | None, limit: int) -> list[ItemRecord]:
+        selected = [
+            i for i in collection.items
+            if _overlaps(i, bbox)
+            and (interval is None or not collection.time_resolved or interval.overlaps(i.start, i.end))
+        ]
+        return selected[:limit]
+
+
+class StacApiSource(_CachedSource):
+    """A STAC API searched with pystac-client; item lists are not cached."""
+
+    def __init__(self, url: str, *, refresh_seconds: float, timeout: float) -> None:
+        super().__init__(refresh_seconds)
+        self.url = url
+        self.timeout = timeout
+        self._client: Any = None
+
+    def _open(self) -> Any:
+        if self._client is None:
+            from pystac_client import Client
+            from pystac_client.stac_api_io import StacApiIO
+
+            self._client = Client.open(self.url, stac_io=StacApiIO(timeout=self.timeout))
+        return self._client
+
+    def _fetch(self) -> dict[str, CollectionRecord]:
+        client = self._open()
+        records = {}
+        try:
+            for collection in client.get_collections():
+                sample = next(iter(client.search(collections=[collection.id], max_items=1).items()), None)
+                records[collection.id] = collection_record(collection, None, sample)
+        except Exception as exc:  # pystac-client raises plain APIError/requests errors
+            raise UpstreamError(f"STAC API {self.url} failed: {exc}") from exc
+        return records
+
+    def items(self, collection: CollectionRecord, interval: TimeInterval | None,
+              bbox: BBox | None, limit: int) -> list[ItemRecord]:
+        client = self._open()
+        datetime_arg = None
+        if interval is not None and collection.time_resolved:
+            datetime_arg = f"{_iso(interval.start) if interval.start else '..'}/" \
+                           f"{_iso(interval.end) if interval.end else '..'}"
+        try:
+            search = client.search(collections=[collection.id], bbox=list(bbox) if bbox else None,
+                                   datetime=datetime_arg, max_items=limit, sortby="+datetime")
+            items = [item_record(i, collection.id) for i in search.items()]
+        except Exception as exc:
+            raise UpstreamError(f"STAC API search on {self.url} failed: {exc}") from exc
+        return sorted((i for i in items if i), key=lambda i: i.start or dt.datetime.min.replace(tzinfo=dt.UTC))
+
+
+def open_source(stac_url: str, guard: AssetGuard, *, kind: str, refresh_seconds: float,
+                timeout: float) -> CatalogSource:
+    """Pick the source type; the configured location itself is trusted."""
+    parts = urlsplit(stac_url)
+    remote = parts.scheme in {"http", "https"}
+    if remote:
+        guard.allow_host(parts.hostname or "")
+    else:
+        guard.allow_root(Path(parts.path if parts.scheme == "file" else stac_url).resolve().parent)
+    if kind == "auto":
+        kind = "static" if (not remote or stac_url.endswith(".json")) else "api"
+    if kind == "api":
+        return StacApiSource(stac_url, refresh_seconds=refresh_seconds, timeout=timeout)
+    return StaticCatalogSource(stac_url, guard, refresh_seconds=refresh_seconds, timeout=timeout)

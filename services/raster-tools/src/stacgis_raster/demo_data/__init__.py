@@ -1,0 +1,1 @@
+"""Reproducible builder of the demo rasters and their static STAC catalog."""

@@ -1,0 +1,72 @@
+"""raster-tools settings (environment variables prefixed RASTER_)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import SettingsConfigDict
+from stacgis_common.settings import ServiceSettings
+
+# GDAL options for reading COGs: no directory listings, merged range requests,
+# a block cache, bounded HTTP waits. Overridable per key via RASTER_GDAL_CONFIG.
+DEFAULT_GDAL_CONFIG: dict[str, str] = {
+    "GDAL_DISABLE_READDIR_ON_OPEN": "EMPTY_DIR",
+    "GDAL_CACHEMAX": "256",
+    "CPL_VSIL_CURL_ALLOWED_EXTENSIONS": ".tif,.tiff,.TIF,.TIFF",
+    "GDAL_HTTP_MERGE_CONSECUTIVE_RANGES": "YES",
+    "GDAL_HTTP_MULTIPLEX": "YES",
+    "GDAL_HTTP_VERSION": "2",
+    "GDAL_HTTP_TIMEOUT": "20",
+    "GDAL_HTTP_MAX_RETRY": "2",
+    "GDAL_HTTP_RETRY_DELAY": "0.5",
+    "VSI_CACHE": "TRUE",
+    "VSI_CACHE_SIZE": "16777216",
+    "GDAL_BAND_BLOCK_CACHE": "HASHSET",
+}
+
+
+class RasterSettings(ServiceSettings):
+    model_config = SettingsConfigDict(env_prefix="RASTER_", extra="ignore", frozen=True)
+
+    port: int = 8011
+    # A static catalog (local path or http(s) URL of catalog.json) or a STAC API root URL.
+    stac_url: str = ".local/data/stac/catalog.json"
+    stac_kind: Literal["auto", "static", "api"] = "auto"
+    catalog_refresh_seconds: float = Field(default=300.0, gt=0)
+    stac_timeout_seconds: float = Field(default=15.0, gt=0)
+    # Asset reads: hosts ("example.com", "*.example.com") and local directories; the
+    # location of stac_url itself is always allowed.
+    allowed_remote_hosts: list[str] = []
+    allowed_local_roots: list[str] = []
+    # Bounded pool for blocking raster I/O, so the event loop keeps serving.
+    io_workers: int = Field(default=4, ge=1, le=64)
+    gdal_config: dict[str, str] = {}
+    # Statistics read at most about this many pixels, choosing an overview when larger.
+    stats_target_pixels: int = Field(default=2_000_000, ge=10_000)
+    # Hard cap on pixels in any single read (requests above it are refused).
+    max_pixels_per_read: int = Field(default=16_000_000, ge=100_000)
+    # Exact zonal statistics switch to an overview above this many cells.
+    zonal_max_cells: int = Field(default=4_000_000, ge=10_000)
+    max_geometry_vertices: int = Field(default=100_000, ge=4)
+    max_point_collections: int = Field(default=20, ge=1)
+    max_timeseries_items: int = Field(default=1000, ge=1)
+    max_change_items_per_period: int = Field(default=120, ge=1)
+    # vector-tools, for geometry arguments given as {"dataset": ..., "id": ...}.
+    vector_tools_url: str = "http://127.0.0.1:8012"
+    vector_tools_timeout_seconds: float = Field(default=10.0, gt=0)
+    # Tiles: browser cache lifetime, and the public base URL put into TileJSON
+    # (defaults to the URL the request came in on).
+    tile_cache_seconds: int = Field(default=3600, ge=0)
+    tile_size: int = Field(default=256, ge=64, le=1024)
+    public_base_url: str | None = None
+
+    @field_validator("stac_url")
+    @classmethod
+    def _non_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value.strip()
+
+    def gdal_env(self) -> dict[str, str]:
+        return {**DEFAULT_GDAL_CONFIG, **self.gdal_config}
