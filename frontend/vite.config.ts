@@ -10,7 +10,21 @@ export default defineConfig({
   build: {
     outDir: "dist",
     sourcemap: true,
-    chunkSizeWarningLimit: 1500,
+    chunkSizeWarningLimit: 1100,
+    rolldownOptions: {
+      output: {
+        // Static servers do not all know the .mjs MIME type; module workers need a JavaScript one.
+        assetFileNames: (asset) =>
+          asset.names.some((n) => n.endsWith(".mjs")) ? "assets/[name]-[hash].js" : "assets/[name]-[hash][extname]",
+        codeSplitting: {
+          groups: [
+            { name: "maplibre", test: /node_modules[\\/]maplibre-gl/ },
+            { name: "markdown", test: /node_modules[\\/](react-markdown|remark|rehype|mdast|micromark|hast|unified|unist|vfile)/ },
+            { name: "react", test: /node_modules[\\/](react|react-dom|scheduler)[\\/]/ },
+          ],
+        },
+      },
+    },
   },
   server: {
     proxy: {

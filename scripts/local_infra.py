@@ -112,8 +112,10 @@ def postgres_up() -> None:
                 as_pg_user(
                     [
                         str(binaries / "initdb"),
-                        "-D", str(PG_DATA),
-                        "-U", PG_USER,
+                        "-D",
+                        str(PG_DATA),
+                        "-U",
+                        PG_USER,
                         f"--pwfile={password_file}",
                         "--auth-local=trust",
                         "--auth-host=scram-sha-256",
@@ -131,14 +133,31 @@ def postgres_up() -> None:
     chown_to_pg_user(log)
     options = f"-h 127.0.0.1 -p {PG_PORT} -k {PG_SOCKET} -c max_connections=300 -c shared_buffers=256MB -c fsync=off"
     subprocess.run(
-        as_pg_user([str(binaries / "pg_ctl"), "-D", str(PG_DATA), "-o", options, "-l", str(log), "-w", "-t", "60", "start"]),
+        as_pg_user(
+            [str(binaries / "pg_ctl"), "-D", str(PG_DATA), "-o", options, "-l", str(log), "-w", "-t", "60", "start"]
+        ),
         check=True,
         stdout=subprocess.DEVNULL,
     )
     exists = subprocess.run(
-        as_pg_user([str(binaries / "psql"), "-h", str(PG_SOCKET), "-p", str(PG_PORT), "-U", PG_USER, "-d", "postgres",
-                    "-tAc", f"SELECT 1 FROM pg_database WHERE datname='{PG_DB}'"]),
-        capture_output=True, text=True, check=True,
+        as_pg_user(
+            [
+                str(binaries / "psql"),
+                "-h",
+                str(PG_SOCKET),
+                "-p",
+                str(PG_PORT),
+                "-U",
+                PG_USER,
+                "-d",
+                "postgres",
+                "-tAc",
+                f"SELECT 1 FROM pg_database WHERE datname='{PG_DB}'",
+            ]
+        ),
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.strip()
     if exists != "1":
         subprocess.run(
@@ -153,7 +172,8 @@ def postgres_down() -> None:
         return
     subprocess.run(
         as_pg_user([str(pg_bin() / "pg_ctl"), "-D", str(PG_DATA), "-m", "fast", "-w", "stop"]),
-        check=False, stdout=subprocess.DEVNULL,
+        check=False,
+        stdout=subprocess.DEVNULL,
     )
     say("postgres stopped")
 
@@ -165,10 +185,14 @@ def redis_server() -> str:
     if os.geteuid() == 0 and shutil.which("apt-get"):
         say("installing redis-server with apt-get")
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        subprocess.run(["apt-get", "install", "-y", "-qq", "redis-server"], check=False, env=env, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            ["apt-get", "install", "-y", "-qq", "redis-server"], check=False, env=env, stdout=subprocess.DEVNULL
+        )
         if not shutil.which("redis-server"):
             subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
-            subprocess.run(["apt-get", "install", "-y", "-qq", "redis-server"], check=True, env=env, stdout=subprocess.DEVNULL)
+            subprocess.run(
+                ["apt-get", "install", "-y", "-qq", "redis-server"], check=True, env=env, stdout=subprocess.DEVNULL
+            )
     found = shutil.which("redis-server")
     if not found:
         raise SystemExit("[infra] redis-server is missing: install Debian's redis-server package")
@@ -183,9 +207,27 @@ def redis_up() -> None:
     for folder in (REDIS_DIR, RUN, LOGS):
         folder.mkdir(parents=True, exist_ok=True)
     subprocess.run(
-        [binary, "--bind", "127.0.0.1", "--port", str(REDIS_PORT), "--save", "", "--appendonly", "no",
-         "--daemonize", "yes", "--pidfile", str(RUN / "redis.pid"), "--logfile", str(LOGS / "redis.log"),
-         "--dir", str(REDIS_DIR), "--maxclients", "10000"],
+        [
+            binary,
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            str(REDIS_PORT),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--daemonize",
+            "yes",
+            "--pidfile",
+            str(RUN / "redis.pid"),
+            "--logfile",
+            str(LOGS / "redis.log"),
+            "--dir",
+            str(REDIS_DIR),
+            "--maxclients",
+            "10000",
+        ],
         check=True,
     )
     wait_for(lambda: port_open(REDIS_PORT), "redis")
@@ -226,8 +268,12 @@ def model_server_up() -> None:
     env = {**os.environ, "MODEL_SERVER_PORT": str(MODEL_PORT), "HF_HUB_OFFLINE": "1"}
     with (LOGS / "model-server.log").open("ab") as log:
         process = subprocess.Popen(
-            [str(PYTHON), "-m", "stacgis_model_server"], stdout=log, stderr=subprocess.STDOUT, env=env,
-            start_new_session=True, cwd=ROOT,
+            [str(PYTHON), "-m", "stacgis_model_server"],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+            cwd=ROOT,
         )
     (RUN / "model-server.pid").write_text(str(process.pid))
     wait_for(model_server_healthy, "model server", timeout=120)

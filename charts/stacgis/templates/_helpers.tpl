@@ -368,10 +368,10 @@ values first, then the service's `config` map on top. Args: (list $ key)
 {{- $_ := set $d "MCP_SERVERS" $servers -}}
 {{- else if eq $key "rasterTools" -}}
 {{- $mount := $svc.data.mountPath -}}
-{{- $_ := set $d "STAC_URL" ($svc.stac.url | default (printf "%s/demo/catalog.json" $mount)) -}}
-{{- $_ := set $d "DATA_ROOTS" (list $mount) -}}
+{{- $_ := set $d "STAC_URL" ($svc.stac.url | default (printf "%s/demo/stac/catalog.json" $mount)) -}}
+{{- $_ := set $d "ALLOWED_LOCAL_ROOTS" (list $mount) -}}
 {{- $_ := set $d "ALLOWED_REMOTE_HOSTS" $svc.stac.allowedRemoteHosts -}}
-{{- $_ := set $d "VECTOR_TOOLS_URL" (printf "%s/mcp" (include "stacgis.serviceUrl" (list $root "vectorTools"))) -}}
+{{- $_ := set $d "VECTOR_TOOLS_URL" (include "stacgis.serviceUrl" (list $root "vectorTools")) -}}
 {{- end -}}
 {{- range $k, $v := $svc.config -}}
 {{- $_ := set $d (upper $k) $v -}}

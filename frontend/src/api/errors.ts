@@ -87,7 +87,7 @@ export function parseCapacity(body: unknown): Capacity {
 
 /** Turns a non-OK response into the matching error. */
 export async function errorFromResponse(resp: Response): Promise<Error> {
-  let body: unknown = null;
+  let body: unknown;
   try {
     body = await resp.json();
   } catch {

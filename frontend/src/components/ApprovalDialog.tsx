@@ -53,9 +53,10 @@ export function ApprovalDialog() {
         >
           <h2 id="approval-title">Allow this action?</h2>
           <p id="approval-desc">
-            The assistant wants to run <code data-testid="approval-tool">{approval.toolName}</code> with these
-            arguments:
+            The assistant wants to run <code data-testid="approval-tool">{approval.toolName}</code>
+            {approval.server ? <> on <strong>{approval.server}</strong></> : null} with these arguments:
           </p>
+          {approval.description ? <p className="approval-description">{approval.description}</p> : null}
           <pre className="approval-args" data-testid="approval-args">
             {JSON.stringify(approval.arguments, null, 2)}
           </pre>

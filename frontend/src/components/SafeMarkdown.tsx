@@ -14,6 +14,7 @@ export function safeUrl(url: string): string {
   const trimmed = url.trim();
   if (!trimmed) return "";
   // Control characters and whitespace inside a scheme are a classic filter bypass.
+  // eslint-disable-next-line no-control-regex -- matching control characters is the point
   const compact = trimmed.replace(/[\u0000-\u001F\u007F\s]+/g, "");
   if (/^(\/(?!\/)|\.{1,2}\/|#|\?)/.test(compact)) return compact;
   const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(compact);

@@ -230,6 +230,8 @@ function applyEvent(state: ChatState, event: AgentEvent, eventId: string | null)
           arguments: p.value.arguments ?? {},
           timeoutSeconds: p.value.timeoutSeconds,
           receivedAt: Date.now(),
+          description: p.value.description,
+          server: p.value.server,
         },
       };
       break;

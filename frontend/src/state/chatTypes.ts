@@ -47,6 +47,9 @@ export interface PendingApproval {
   arguments: JsonObject;
   timeoutSeconds: number;
   receivedAt: number;
+  /** The tool's own description, so the user knows what they approve. */
+  description: string;
+  server: string;
 }
 
 export type RunPhase = "connecting" | "queued" | "streaming" | "resuming" | "cancelling" | "finished";

@@ -17,7 +17,7 @@ def test_round_trip_carries_user_and_session() -> None:
 
 def test_expired_token_rejected() -> None:
     token = mint_internal_token(SECRET, "user-1", ttl_seconds=-60)
-    with pytest.raises(InvalidInternalToken, match="(?i)expired"):
+    with pytest.raises(InvalidInternalToken, match=r"(?i)expired"):
         verify_internal_token(token, SECRET)
 
 
@@ -39,7 +39,7 @@ def test_wrong_secret_rejected() -> None:
 
 def test_wrong_audience_rejected() -> None:
     token = mint_internal_token(SECRET, "user-1", audience="someone-else")
-    with pytest.raises(InvalidInternalToken, match="(?i)audience"):
+    with pytest.raises(InvalidInternalToken, match=r"(?i)audience"):
         verify_internal_token(token, SECRET)
 
 

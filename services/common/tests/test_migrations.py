@@ -9,9 +9,7 @@ from stacgis_common.db import apply_migrations, create_pool
 
 def write_migrations(folder: Path) -> None:
     (folder / "001_items.sql").write_text("CREATE TABLE items (id serial PRIMARY KEY, embedding vector(3));")
-    (folder / "002_counter.sql").write_text(
-        "CREATE TABLE counter (n integer); INSERT INTO counter VALUES (1);"
-    )
+    (folder / "002_counter.sql").write_text("CREATE TABLE counter (n integer); INSERT INTO counter VALUES (1);")
 
 
 @pytest.mark.asyncio
@@ -51,9 +49,7 @@ async def test_failed_migration_leaves_nothing_behind(pg_dsn: str, tmp_path: Pat
     try:
         with pytest.raises(asyncpg.UndefinedFunctionError):
             await apply_migrations(pool, "mig_fail", tmp_path)
-        tables = await pool.fetchval(
-            "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'mig_fail'"
-        )
+        tables = await pool.fetchval("SELECT count(*) FROM information_schema.tables WHERE table_schema = 'mig_fail'")
         assert tables == 0
     finally:
         await pool.close()

@@ -59,8 +59,6 @@ def test_healthz_metrics(toy) -> None:  # type: ignore[no-untyped-def]
     assert 'http_server_requests_total{method="GET",route="/readyz",service="toy-tools",status="200"}' in metrics
 
 
-
-
 def test_readyz_unhealthy_when_dependency_stops_and_recovers(pg_dsn: str, tmp_path: Path) -> None:
     redis_port = free_port()
     redis_cmd = ["redis-server", "--bind", "127.0.0.1", "--port", str(redis_port), "--save", "", "--appendonly", "no"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import re
@@ -17,11 +18,9 @@ IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 
 async def _init_connection(connection: asyncpg.Connection) -> None:
-    try:
+    # The extension is created by the first migration; connections opened before it lack the type.
+    with contextlib.suppress(ValueError):
         await register_vector(connection)
-    except ValueError:
-        # The extension is created by the first migration; connections opened before it lack the type.
-        pass
 
 
 async def create_pool(dsn: str, min_size: int = 1, max_size: int = 10) -> asyncpg.Pool:
@@ -56,34 +55,33 @@ async def apply_migrations(pool: asyncpg.Pool, schema: str, directory: Path) -> 
     files = migration_files(directory)
     lock_key = int.from_bytes(hashlib.sha256(f"stacgis-migrations:{schema}".encode()).digest()[:8], "big", signed=True)
     applied: list[str] = []
-    async with pool.acquire() as connection:
-        async with connection.transaction():
-            await connection.execute("SELECT pg_advisory_xact_lock($1)", lock_key)
-            await connection.execute("CREATE EXTENSION IF NOT EXISTS vector")
-            await connection.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+    async with pool.acquire() as connection, connection.transaction():
+        await connection.execute("SELECT pg_advisory_xact_lock($1)", lock_key)
+        await connection.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        await connection.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+        await connection.execute(
+            f"CREATE TABLE IF NOT EXISTS {schema}.schema_migrations ("
+            " version integer PRIMARY KEY, name text NOT NULL, checksum text NOT NULL,"
+            " applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        rows = await connection.fetch(f"SELECT version, name, checksum FROM {schema}.schema_migrations")
+        done = {row["version"]: row for row in rows}
+        for version, path in files:
+            sql = path.read_text(encoding="utf-8")
+            checksum = hashlib.sha256(sql.encode()).hexdigest()
+            if version in done:
+                if done[version]["checksum"] != checksum:
+                    log.warning("migration %s changed after it was applied", path.name)
+                continue
+            await connection.execute(f"SET LOCAL search_path TO {schema}, public")
+            await connection.execute(sql)
             await connection.execute(
-                f"CREATE TABLE IF NOT EXISTS {schema}.schema_migrations ("
-                " version integer PRIMARY KEY, name text NOT NULL, checksum text NOT NULL,"
-                " applied_at timestamptz NOT NULL DEFAULT now())"
+                f"INSERT INTO {schema}.schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
+                version,
+                path.name,
+                checksum,
             )
-            rows = await connection.fetch(f"SELECT version, name, checksum FROM {schema}.schema_migrations")
-            done = {row["version"]: row for row in rows}
-            for version, path in files:
-                sql = path.read_text(encoding="utf-8")
-                checksum = hashlib.sha256(sql.encode()).hexdigest()
-                if version in done:
-                    if done[version]["checksum"] != checksum:
-                        log.warning("migration %s changed after it was applied", path.name)
-                    continue
-                await connection.execute(f"SET LOCAL search_path TO {schema}, public")
-                await connection.execute(sql)
-                await connection.execute(
-                    f"INSERT INTO {schema}.schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
-                    version,
-                    path.name,
-                    checksum,
-                )
-                applied.append(path.name)
+            applied.append(path.name)
     # Connections opened before the vector extension existed lack its codec: replace them.
     await pool.expire_connections()
     if applied:

@@ -18,7 +18,7 @@ async def run_checks(checks: Mapping[str, Check]) -> tuple[bool, dict[str, str]]
         try:
             await asyncio.wait_for(check(), CHECK_TIMEOUT_SECONDS)
             return "ok"
-        except Exception as error:  # noqa: BLE001 - readiness reports any failure
+        except Exception as error:  # readiness reports any failure
             return f"error: {type(error).__name__}: {error}"[:300]
 
     names = list(checks)
@@ -35,6 +35,8 @@ def health_routes(readiness: Mapping[str, Check] | None = None) -> list[Route]:
 
     async def readyz(_: Request) -> JSONResponse:
         ready, report = await run_checks(checks)
-        return JSONResponse({"status": "ok" if ready else "unavailable", "checks": report}, status_code=200 if ready else 503)
+        return JSONResponse(
+            {"status": "ok" if ready else "unavailable", "checks": report}, status_code=200 if ready else 503
+        )
 
     return [Route("/healthz", healthz, methods=["GET"]), Route("/readyz", readyz, methods=["GET"])]

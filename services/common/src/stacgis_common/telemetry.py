@@ -24,9 +24,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from .logs import configure_logging
 from .settings import ServiceSettings
 
-HTTP_REQUESTS = Counter(
-    "http_server_requests_total", "HTTP requests served", ["service", "method", "route", "status"]
-)
+HTTP_REQUESTS = Counter("http_server_requests_total", "HTTP requests served", ["service", "method", "route", "status"])
 HTTP_DURATION = Histogram(
     "http_server_request_duration_seconds",
     "Time to the response headers of HTTP requests",
@@ -94,7 +92,7 @@ def setup_telemetry(service: str, settings: ServiceSettings, trace_file: str | N
             provider.add_span_processor(SimpleSpanProcessor(JsonLinesSpanExporter(trace_file)))
         trace.set_tracer_provider(provider)
         HTTPXClientInstrumentor().instrument()
-        AsyncPGInstrumentor().instrument()
+        AsyncPGInstrumentor().instrument()  # type: ignore[no-untyped-call]
         RedisInstrumentor().instrument()
         _configured = True
 

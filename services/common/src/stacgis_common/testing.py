@@ -105,12 +105,14 @@ async def mcp_client(url: str, token: str | None) -> AsyncIterator[Any]:
     from mcp.client.streamable_http import streamable_http_client
 
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60.0, read=120.0)) as http:
-        async with streamable_http_client(url, http_client=http) as streams:
-            read, write = streams[0], streams[1]
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                yield session
+    timeout = httpx2.Timeout(60.0, read=120.0)
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=timeout) as http,
+        streamable_http_client(url, http_client=http) as (read, write, *_),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
 
 
 def _docker_available() -> bool:
@@ -121,7 +123,7 @@ def _docker_available() -> bool:
 
         docker.from_env(timeout=2).ping()
         return True
-    except Exception:  # noqa: BLE001 - any failure means "no engine here"
+    except Exception:  # any failure means "no engine here"
         return False
 
 
@@ -169,7 +171,7 @@ def redis_url() -> Iterator[str]:
 
     # Redis has 16 numbered databases: lock one (1..15) so parallel test sessions never share it.
     for index in range(1, 16):
-        handle = open(os.path.join(tempfile.gettempdir(), f"stacgis-test-redis-{index}.lock"), "w")  # noqa: SIM115
+        handle = open(os.path.join(tempfile.gettempdir(), f"stacgis-test-redis-{index}.lock"), "w")
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

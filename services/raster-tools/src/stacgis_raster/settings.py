@@ -52,6 +52,8 @@ class RasterSettings(ServiceSettings):
     max_point_collections: int = Field(default=20, ge=1)
     max_timeseries_items: int = Field(default=1000, ge=1)
     max_change_items_per_period: int = Field(default=120, ge=1)
+    # A tool call that takes longer answers with an error (its read finishes in the background).
+    tool_timeout_seconds: float = Field(default=60.0, gt=0)
     # vector-tools, for geometry arguments given as {"dataset": ..., "id": ...}.
     vector_tools_url: str = "http://127.0.0.1:8012"
     vector_tools_timeout_seconds: float = Field(default=10.0, gt=0)
@@ -68,5 +70,7 @@ class RasterSettings(ServiceSettings):
             raise ValueError("must not be empty")
         return value.strip()
 
-    def gdal_env(self) -> dict[str, str]:
-        return {**DEFAULT_GDAL_CONFIG, **self.gdal_config}
+    def gdal_env(self) -> dict[str, str | int]:
+        # rasterio wants integers for numeric options such as GDAL_CACHEMAX.
+        merged = {**DEFAULT_GDAL_CONFIG, **self.gdal_config}
+        return {k: int(v) if v.isdigit() else v for k, v in merged.items()}

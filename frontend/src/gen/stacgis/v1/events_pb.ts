@@ -13,7 +13,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file stacgis/v1/events.proto.
  */
 export const file_stacgis_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("ChdzdGFjZ2lzL3YxL2V2ZW50cy5wcm90bxIKc3RhY2dpcy52MSKFBAoKQWdlbnRFdmVudBIOCgZydW5faWQYASABKAkSCwoDc2VxGAIgASgDEgwKBHN0ZXAYAyABKAUSLQoLcnVuX3N0YXJ0ZWQYCiABKAsyFi5zdGFjZ2lzLnYxLlJ1blN0YXJ0ZWRIABIoCgh0aGlua2luZxgLIAEoCzIULnN0YWNnaXMudjEuVGhpbmtpbmdIABIrCgp0b29sX3N0YXJ0GAwgASgLMhUuc3RhY2dpcy52MS5Ub29sU3RhcnRIABItCgt0b29sX3Jlc3VsdBgNIAEoCzIWLnN0YWNnaXMudjEuVG9vbFJlc3VsdEgAEisKCnRvb2xfZXJyb3IYDiABKAsyFS5zdGFjZ2lzLnYxLlRvb2xFcnJvckgAEisKB2NvbnRlbnQYDyABKAsyGC5zdGFjZ2lzLnYxLkNvbnRlbnREZWx0YUgAEjkKEWFwcHJvdmFsX3JlcXVpcmVkGBAgASgLMhwuc3RhY2dpcy52MS5BcHByb3ZhbFJlcXVpcmVkSAASMQoNZnJvbnRlbmRfdG9vbBgRIAEoCzIYLnN0YWNnaXMudjEuRnJvbnRlbmRUb29sSAASIAoEZG9uZRgSIAEoCzIQLnN0YWNnaXMudjEuRG9uZUgAEiIKBWVycm9yGBMgASgLMhEuc3RhY2dpcy52MS5FcnJvckgAQgkKB3BheWxvYWQiLwoKUnVuU3RhcnRlZBISCgpzZXNzaW9uX2lkGAEgASgJEg0KBW1vZGVsGAIgASgJIhgKCFRoaW5raW5nEgwKBHRleHQYASABKAkiawoJVG9vbFN0YXJ0Eg8KB2NhbGxfaWQYASABKAkSEQoJdG9vbF9uYW1lGAIgASgJEioKCWFyZ3VtZW50cxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDgoGc2VydmVyGAQgASgJImgKClRvb2xSZXN1bHQSDwoHY2FsbF9pZBgBIAEoCRIRCgl0b29sX25hbWUYAiABKAkSDgoGcmVzdWx0GAMgASgJEhMKC2R1cmF0aW9uX21zGAQgASgDEhEKCXRydW5jYXRlZBgFIAEoCCJTCglUb29sRXJyb3ISDwoHY2FsbF9pZBgBIAEoCRIRCgl0b29sX25hbWUYAiABKAkSDQoFZXJyb3IYAyABKAkSEwoLZHVyYXRpb25fbXMYBCABKAMiHAoMQ29udGVudERlbHRhEgwKBHRleHQYASABKAkikAEKEEFwcHJvdmFsUmVxdWlyZWQSEwoLYXBwcm92YWxfaWQYASABKAkSDwoHY2FsbF9pZBgCIAEoCRIRCgl0b29sX25hbWUYAyABKAkSKgoJYXJndW1lbnRzGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIXCg90aW1lb3V0X3NlY29uZHMYBSABKAUiWQoMRnJvbnRlbmRUb29sEg8KB2NhbGxfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIqCglhcmd1bWVudHMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IjkKClRva2VuVXNhZ2USFAoMaW5wdXRfdG9rZW5zGAEgASgDEhUKDW91dHB1dF90b2tlbnMYAiABKAMipwEKBERvbmUSDwoHY29udGVudBgBIAEoCRItCgxuZXdfbWVzc2FnZXMYAiADKAsyFy5zdGFjZ2lzLnYxLkNoYXRNZXNzYWdlEiUKBXVzYWdlGAMgASgLMhYuc3RhY2dpcy52MS5Ub2tlblVzYWdlEg0KBXN0ZXBzGAQgASgFEhIKCnRvb2xfY2FsbHMYBSABKAUSFQoNZmluaXNoX3JlYXNvbhgGIAEoCSImCgVFcnJvchIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAiABKAliBnByb3RvMw", [file_google_protobuf_struct, file_stacgis_v1_run]);
+  fileDesc("ChdzdGFjZ2lzL3YxL2V2ZW50cy5wcm90bxIKc3RhY2dpcy52MSKFBAoKQWdlbnRFdmVudBIOCgZydW5faWQYASABKAkSCwoDc2VxGAIgASgDEgwKBHN0ZXAYAyABKAUSLQoLcnVuX3N0YXJ0ZWQYCiABKAsyFi5zdGFjZ2lzLnYxLlJ1blN0YXJ0ZWRIABIoCgh0aGlua2luZxgLIAEoCzIULnN0YWNnaXMudjEuVGhpbmtpbmdIABIrCgp0b29sX3N0YXJ0GAwgASgLMhUuc3RhY2dpcy52MS5Ub29sU3RhcnRIABItCgt0b29sX3Jlc3VsdBgNIAEoCzIWLnN0YWNnaXMudjEuVG9vbFJlc3VsdEgAEisKCnRvb2xfZXJyb3IYDiABKAsyFS5zdGFjZ2lzLnYxLlRvb2xFcnJvckgAEisKB2NvbnRlbnQYDyABKAsyGC5zdGFjZ2lzLnYxLkNvbnRlbnREZWx0YUgAEjkKEWFwcHJvdmFsX3JlcXVpcmVkGBAgASgLMhwuc3RhY2dpcy52MS5BcHByb3ZhbFJlcXVpcmVkSAASMQoNZnJvbnRlbmRfdG9vbBgRIAEoCzIYLnN0YWNnaXMudjEuRnJvbnRlbmRUb29sSAASIAoEZG9uZRgSIAEoCzIQLnN0YWNnaXMudjEuRG9uZUgAEiIKBWVycm9yGBMgASgLMhEuc3RhY2dpcy52MS5FcnJvckgAQgkKB3BheWxvYWQiQgoKUnVuU3RhcnRlZBISCgpzZXNzaW9uX2lkGAEgASgJEg0KBW1vZGVsGAIgASgJEhEKCW1heF9zdGVwcxgDIAEoBSIYCghUaGlua2luZxIMCgR0ZXh0GAEgASgJImsKCVRvb2xTdGFydBIPCgdjYWxsX2lkGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCRIqCglhcmd1bWVudHMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg4KBnNlcnZlchgEIAEoCSJoCgpUb29sUmVzdWx0Eg8KB2NhbGxfaWQYASABKAkSEQoJdG9vbF9uYW1lGAIgASgJEg4KBnJlc3VsdBgDIAEoCRITCgtkdXJhdGlvbl9tcxgEIAEoAxIRCgl0cnVuY2F0ZWQYBSABKAgiYQoJVG9vbEVycm9yEg8KB2NhbGxfaWQYASABKAkSEQoJdG9vbF9uYW1lGAIgASgJEg0KBWVycm9yGAMgASgJEhMKC2R1cmF0aW9uX21zGAQgASgDEgwKBGtpbmQYBSABKAkiHAoMQ29udGVudERlbHRhEgwKBHRleHQYASABKAkitQEKEEFwcHJvdmFsUmVxdWlyZWQSEwoLYXBwcm92YWxfaWQYASABKAkSDwoHY2FsbF9pZBgCIAEoCRIRCgl0b29sX25hbWUYAyABKAkSKgoJYXJndW1lbnRzGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIXCg90aW1lb3V0X3NlY29uZHMYBSABKAUSDgoGc2VydmVyGAYgASgJEhMKC2Rlc2NyaXB0aW9uGAcgASgJIlkKDEZyb250ZW5kVG9vbBIPCgdjYWxsX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSKgoJYXJndW1lbnRzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCI5CgpUb2tlblVzYWdlEhQKDGlucHV0X3Rva2VucxgBIAEoAxIVCg1vdXRwdXRfdG9rZW5zGAIgASgDIrwBCgREb25lEg8KB2NvbnRlbnQYASABKAkSLQoMbmV3X21lc3NhZ2VzGAIgAygLMhcuc3RhY2dpcy52MS5DaGF0TWVzc2FnZRIlCgV1c2FnZRgDIAEoCzIWLnN0YWNnaXMudjEuVG9rZW5Vc2FnZRINCgVzdGVwcxgEIAEoBRISCgp0b29sX2NhbGxzGAUgASgFEhUKDWZpbmlzaF9yZWFzb24YBiABKAkSEwoLZHVyYXRpb25fbXMYByABKAMiJgoFRXJyb3ISDAoEY29kZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJYgZwcm90bzM", [file_google_protobuf_struct, file_stacgis_v1_run]);
 
 /**
  * One event of a run's stream. The wire format is the proto3 JSON mapping;
@@ -127,6 +127,13 @@ export type RunStarted = Message<"stacgis.v1.RunStarted"> & {
    * @generated from field: string model = 2;
    */
   model: string;
+
+  /**
+   * Step budget of this run.
+   *
+   * @generated from field: int32 max_steps = 3;
+   */
+  maxSteps: number;
 };
 
 /**
@@ -251,6 +258,14 @@ export type ToolError = Message<"stacgis.v1.ToolError"> & {
    * @generated from field: int64 duration_ms = 4;
    */
   durationMs: bigint;
+
+  /**
+   * Machine-readable: "invalid_arguments", "unknown_tool", "tool_failed", "timeout",
+   * "unavailable" (server down or its circuit open), "rejected", "approval_timeout".
+   *
+   * @generated from field: string kind = 5;
+   */
+  kind: string;
 };
 
 /**
@@ -307,6 +322,20 @@ export type ApprovalRequired = Message<"stacgis.v1.ApprovalRequired"> & {
    * @generated from field: int32 timeout_seconds = 5;
    */
   timeoutSeconds: number;
+
+  /**
+   * MCP server that would run the tool.
+   *
+   * @generated from field: string server = 6;
+   */
+  server: string;
+
+  /**
+   * The tool's description, so the user knows what they approve.
+   *
+   * @generated from field: string description = 7;
+   */
+  description: string;
 };
 
 /**
@@ -318,6 +347,7 @@ export const ApprovalRequiredSchema: GenMessage<ApprovalRequired> = /*@__PURE__*
 
 /**
  * A command for the browser: move the map, add a layer, draw a chart.
+ * For generate_chart the arguments hold {"chart": <Chart.js configuration>}.
  *
  * @generated from message stacgis.v1.FrontendTool
  */
@@ -406,6 +436,11 @@ export type Done = Message<"stacgis.v1.Done"> & {
    * @generated from field: string finish_reason = 6;
    */
   finishReason: string;
+
+  /**
+   * @generated from field: int64 duration_ms = 7;
+   */
+  durationMs: bigint;
 };
 
 /**
@@ -421,7 +456,7 @@ export const DoneSchema: GenMessage<Done> = /*@__PURE__*/
 export type Error = Message<"stacgis.v1.Error"> & {
   /**
    * Machine-readable: "model_unavailable", "model_timeout", "context_too_long",
-   * "cancelled", "internal", "tool_pool_unavailable", "bad_request".
+   * "cancelled", "internal", "tool_pool_unavailable", "bad_request", "model_error".
    *
    * @generated from field: string code = 1;
    */

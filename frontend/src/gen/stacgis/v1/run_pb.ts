@@ -11,7 +11,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file stacgis/v1/run.proto.
  */
 export const file_stacgis_v1_run: GenFile = /*@__PURE__*/
-  fileDesc("ChRzdGFjZ2lzL3YxL3J1bi5wcm90bxIKc3RhY2dpcy52MSJ6CgtDaGF0TWVzc2FnZRIMCgRyb2xlGAEgASgJEg8KB2NvbnRlbnQYAiABKAkSKAoKdG9vbF9jYWxscxgDIAMoCzIULnN0YWNnaXMudjEuVG9vbENhbGwSFAoMdG9vbF9jYWxsX2lkGAQgASgJEgwKBG5hbWUYBSABKAkiUAoIVG9vbENhbGwSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIqCglhcmd1bWVudHMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IiIKBkxhdExvbhILCgNsYXQYASABKAESCwoDbG9uGAIgASgBIqoBCg5TcGF0aWFsQ29udGV4dBImCgptYXBfY2VudGVyGAEgASgLMhIuc3RhY2dpcy52MS5MYXRMb24SDAoEem9vbRgCIAEoARIxChBzZWxlY3RlZF9mZWF0dXJlGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIvCg5kcmF3bl9nZW9tZXRyeRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiLgoKUnVuT3B0aW9ucxIRCgltYXhfc3RlcHMYASABKAUSDQoFbW9kZWwYAiABKAkiyQEKClJ1blJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEigKB2hpc3RvcnkYAyADKAsyFy5zdGFjZ2lzLnYxLkNoYXRNZXNzYWdlEjMKD3NwYXRpYWxfY29udGV4dBgEIAEoCzIaLnN0YWNnaXMudjEuU3BhdGlhbENvbnRleHQSJwoHb3B0aW9ucxgFIAEoCzIWLnN0YWNnaXMudjEuUnVuT3B0aW9ucxIOCgZydW5faWQYBiABKAliBnByb3RvMw", [file_google_protobuf_struct]);
+  fileDesc("ChRzdGFjZ2lzL3YxL3J1bi5wcm90bxIKc3RhY2dpcy52MSJ6CgtDaGF0TWVzc2FnZRIMCgRyb2xlGAEgASgJEg8KB2NvbnRlbnQYAiABKAkSKAoKdG9vbF9jYWxscxgDIAMoCzIULnN0YWNnaXMudjEuVG9vbENhbGwSFAoMdG9vbF9jYWxsX2lkGAQgASgJEgwKBG5hbWUYBSABKAkiUAoIVG9vbENhbGwSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIqCglhcmd1bWVudHMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IiIKBkxhdExvbhILCgNsYXQYASABKAESCwoDbG9uGAIgASgBIqoBCg5TcGF0aWFsQ29udGV4dBImCgptYXBfY2VudGVyGAEgASgLMhIuc3RhY2dpcy52MS5MYXRMb24SDAoEem9vbRgCIAEoARIxChBzZWxlY3RlZF9mZWF0dXJlGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIvCg5kcmF3bl9nZW9tZXRyeRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiLgoKUnVuT3B0aW9ucxIRCgltYXhfc3RlcHMYASABKAUSDQoFbW9kZWwYAiABKAkiyQEKClJ1blJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEigKB2hpc3RvcnkYAyADKAsyFy5zdGFjZ2lzLnYxLkNoYXRNZXNzYWdlEjMKD3NwYXRpYWxfY29udGV4dBgEIAEoCzIaLnN0YWNnaXMudjEuU3BhdGlhbENvbnRleHQSJwoHb3B0aW9ucxgFIAEoCzIWLnN0YWNnaXMudjEuUnVuT3B0aW9ucxIOCgZydW5faWQYBiABKAkiNAoQQXBwcm92YWxEZWNpc2lvbhIQCghhcHByb3ZlZBgBIAEoCBIOCgZyZWFzb24YAiABKAliBnByb3RvMw", [file_google_protobuf_struct]);
 
 /**
  * A message of the conversation as the model sees it.
@@ -216,4 +216,30 @@ export type RunRequest = Message<"stacgis.v1.RunRequest"> & {
  */
 export const RunRequestSchema: GenMessage<RunRequest> = /*@__PURE__*/
   messageDesc(file_stacgis_v1_run, 5);
+
+/**
+ * Body of POST /v1/approvals/{approval_id} on the agent-orchestrator.
+ *
+ * @generated from message stacgis.v1.ApprovalDecision
+ */
+export type ApprovalDecision = Message<"stacgis.v1.ApprovalDecision"> & {
+  /**
+   * @generated from field: bool approved = 1;
+   */
+  approved: boolean;
+
+  /**
+   * Why; passed to the model with a rejection.
+   *
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message stacgis.v1.ApprovalDecision.
+ * Use `create(ApprovalDecisionSchema)` to create a new message.
+ */
+export const ApprovalDecisionSchema: GenMessage<ApprovalDecision> = /*@__PURE__*/
+  messageDesc(file_stacgis_v1_run, 6);
 

@@ -251,14 +251,15 @@ class DatasetBuilder:
         ]
         variables = [
             ("pr", "bcsd-precipitation-1999", "Monthly precipitation 1999, south-eastern United States",
-             "Monthly total precipitation", "mm/month", "blues",
+             "Monthly total precipitation", "mm/month", "blues", (0.0, 250.0),
              ["precipitation", "rainfall", "rain", "climate", "monthly", "time series"]),
             ("tas", "bcsd-temperature-1999", "Monthly mean air temperature 1999, south-eastern United States",
-             "Monthly mean near-surface air temperature", "degC", "rdylbu_r",
+             "Monthly mean near-surface air temperature", "degC", "rdylbu_r", (-5.0, 30.0),
              ["temperature", "air temperature", "climate", "monthly", "time series"]),
         ]
         specs = []
-        for var, cid, title, band_text, unit, cmap, words in variables:
+        # One display range for all months, so that colours compare across the year.
+        for var, cid, title, band_text, unit, cmap, display, words in variables:
             months = _netcdf_months(src.path, var)
             items = []
             for index, (start, end, stamp) in enumerate(months, start=1):
@@ -286,6 +287,7 @@ class DatasetBuilder:
                 items=items,
                 time_resolved=True,
                 colormap_name=cmap,
+                rescale=[display],
                 notes=["Source licence statement: 'Freely available'."],
             ))
         return specs

@@ -1,0 +1,48 @@
+# stacgis: `make up` starts the whole product locally, `make test` runs every test.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+STAMP := .local/stamps
+
+.PHONY: help setup up down status infra-up infra-down data test test-fast lint fmt bench proto
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+setup: ## install everything from nothing: apt packages (as root), the venv, npm packages
+	@bash scripts/setup.sh
+
+up: setup ## start the whole product on http://localhost:8080
+	@$(PY) scripts/stack.py up
+
+down: ## stop everything `make up` started
+	@$(PY) scripts/stack.py down
+
+status: ## show each component and its port
+	@$(PY) scripts/stack.py status
+
+infra-up: setup ## start Postgres + pgvector, Redis and the local model server
+	@$(PY) scripts/local_infra.py up
+
+infra-down: ## stop the local infrastructure (data is kept)
+	@$(PY) scripts/local_infra.py down
+
+data: setup ## build the raster demo data (COGs + STAC catalog) under .local/data
+	@$(PY) -m stacgis_raster.demo_data --cache .local/cache --out .local/data
+
+test: setup ## run every test suite
+	@bash scripts/test.sh
+
+lint: setup ## ruff and mypy (strict) over the Python code, tsc over the frontend
+	@$(VENV)/bin/ruff check services dev scripts tests
+	@$(VENV)/bin/ruff format --check services dev scripts tests
+	@bash scripts/mypy.sh
+
+fmt: setup ## format the Python code
+	@$(VENV)/bin/ruff format services dev scripts tests
+	@$(VENV)/bin/ruff check --fix services dev scripts tests
+
+bench: setup ## run the benchmarks and print their figures
+	@bash scripts/bench.sh

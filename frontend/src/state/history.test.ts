@@ -1,0 +1,49 @@
+import { describe, expect, it } from "vitest";
+import { messagesFromHistory } from "./history";
+
+describe("messagesFromHistory", () => {
+  it("restores user and assistant bubbles and hides tool plumbing", () => {
+    const chart = { type: "line", data: { labels: ["J", "F"], datasets: [{ label: "mm", data: [3, 4] }] } };
+    const messages = messagesFromHistory("s1", [
+      { role: "user", content: "Rain in Paris?", created_at: "2026-01-01T10:00:00Z" },
+      {
+        role: "assistant",
+        content: "",
+        tool_calls: [
+          { id: "c1", name: "get_timeseries", arguments: { lat: 48.8, lon: 2.3 } },
+          { id: "c2", function: { name: "generate_chart", arguments: JSON.stringify({ chart }) } },
+        ],
+      },
+      { role: "tool", content: "[3, 4]" },
+      { role: "assistant", content: "It rains a little more in February." },
+      { role: "user", content: "Thanks" },
+      { role: "assistant", content: "You're welcome." },
+    ]);
+    expect(messages.map((m) => [m.role, m.content])).toEqual([
+      ["user", "Rain in Paris?"],
+      ["assistant", "It rains a little more in February."],
+      ["user", "Thanks"],
+      ["assistant", "You're welcome."],
+    ]);
+    expect(messages[1].activities.map((a) => [a.toolName, a.status])).toEqual([
+      ["get_timeseries", "ok"],
+      ["generate_chart", "ok"],
+    ]);
+    expect(messages[1].charts).toEqual([{ id: expect.any(String), config: chart }]);
+    expect(messages[3].activities).toEqual([]);
+    expect(messages.every((m) => m.status === "complete")).toBe(true);
+  });
+
+  it("gives every message a stable unique id", () => {
+    const a = messagesFromHistory("s1", [
+      { role: "user", content: "a" },
+      { role: "assistant", content: "b" },
+    ]);
+    const b = messagesFromHistory("s1", [
+      { role: "user", content: "a" },
+      { role: "assistant", content: "b" },
+    ]);
+    expect(a.map((m) => m.id)).toEqual(b.map((m) => m.id));
+    expect(new Set(a.map((m) => m.id)).size).toBe(2);
+  });
+});

@@ -1,0 +1,1 @@
+"""Python types of the stacgis contract (generated from proto/stacgis/v1; see proto/python/generate.py)."""

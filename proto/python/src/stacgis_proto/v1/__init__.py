@@ -1,0 +1,1 @@
+"""Generated from proto/stacgis/v1 by proto/python/generate.py; do not edit."""

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Installs everything the product and its tests need, from nothing. Idempotent: each part is
+# skipped when its inputs have not changed since the last successful run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+STAMPS=.local/stamps
+mkdir -p "$STAMPS"
+say() { printf '[setup] %s\n' "$*"; }
+
+APT_PACKAGES=(redis-server nginx-light chromium prometheus)
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  missing=()
+  for package in "${APT_PACKAGES[@]}"; do
+    dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    say "installing Debian packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+else
+  for binary in redis-server nginx chromium prometheus; do
+    command -v "$binary" >/dev/null || say "warning: $binary is missing and this is not root: install it yourself"
+  done
+fi
+
+PACKAGES=(services/common proto/python dev/model-server services/raster-tools services/vector-tools
+          services/knowledge-tools services/memory-tools services/agent-orchestrator services/chat-gateway)
+present=()
+for package in "${PACKAGES[@]}"; do [ -f "$package/pyproject.toml" ] && present+=("$package"); done
+
+python_inputs=$(cat "${present[@]/%//pyproject.toml}" tests/requirements.txt 2>/dev/null | sha256sum | cut -c1-16)
+if [ ! -x .venv/bin/python ]; then
+  say "creating the virtualenv .venv"
+  python3.11 -m venv .venv 2>/dev/null || python3 -m venv .venv
+fi
+if [ ! -f "$STAMPS/python-$python_inputs" ]; then
+  .venv/bin/pip install -q --upgrade pip
+  # The CPU build of torch first: any later requirement it satisfies then pulls no CUDA build.
+  if ! .venv/bin/python -c "import torch" 2>/dev/null; then
+    say "installing torch 2.13.0 (CPU)"
+    .venv/bin/pip install -q torch==2.13.0
+  fi
+  if ! .venv/bin/python -c "import llama_cpp" 2>/dev/null; then
+    say "building llama-cpp-python from source: about 6 minutes on 2 cores the first time (pip caches the wheel)"
+  fi
+  editable=()
+  for package in "${present[@]}"; do editable+=(-e "$package"); done
+  say "installing the Python packages (${#present[@]} local packages + test tools)"
+  requirements=()
+  [ -f tests/requirements.txt ] && requirements=(-r tests/requirements.txt)
+  CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}" .venv/bin/pip install --progress-bar off "${editable[@]}" "${requirements[@]}" \
+    | grep -E "^(Building|Successfully|ERROR)" || true
+  .venv/bin/python -c "import stacgis_common" # fail loudly if the install did not work
+  rm -f "$STAMPS"/python-*
+  touch "$STAMPS/python-$python_inputs"
+fi
+
+for folder in proto frontend; do
+  if [ -f "$folder/package-lock.json" ]; then
+    lock_hash=$(sha256sum "$folder/package-lock.json" | cut -c1-16)
+    if [ ! -f "$STAMPS/npm-$folder-$lock_hash" ] || [ ! -d "$folder/node_modules" ]; then
+      say "installing npm packages in $folder/"
+      (cd "$folder" && npm ci --no-audit --no-fund --loglevel=error)
+      rm -f "$STAMPS"/npm-"$folder"-*
+      touch "$STAMPS/npm-$folder-$lock_hash"
+    fi
+  fi
+done
+say "done"

@@ -1,0 +1,556 @@
+"""The raster operations behind the MCP tools, independent of the MCP layer.
+
+Arguments are validated here (each error names its argument); blocking reads
+run in a bounded thread pool under the configured GDAL environment.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import anyio
+import anyio.to_thread
+import numpy as np
+import rasterio
+from shapely.geometry import box
+from shapely.geometry.base import BaseGeometry
+
+from stacgis_raster import rasterops
+from stacgis_raster.assets import AssetGuard
+from stacgis_raster.catalog import BandInfo, CatalogSource, CollectionRecord, ItemRecord
+from stacgis_raster.errors import ArgumentError, UpstreamError
+from stacgis_raster.features import FeatureResolver
+from stacgis_raster.metrics import OVERVIEW_READS
+from stacgis_raster.settings import RasterSettings
+from stacgis_raster.validation import (
+    BBox,
+    TimeInterval,
+    check_lon_lat,
+    is_feature_reference,
+    parse_bbox,
+    parse_geojson_geometry,
+    parse_interval,
+)
+
+T = TypeVar("T")
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+@dataclass(frozen=True)
+class Area:
+    geometry: BaseGeometry  # WGS 84
+    kind: str  # "bbox" | "geometry" | "feature"
+    argument: str
+    label: Any
+
+
+def _iso(value: dt.datetime | None) -> str | None:
+    return value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z") if value else None
+
+
+def _band_json(band: BandInfo) -> dict[str, Any]:
+    out: dict[str, Any] = {"index": band.index, "name": band.name, "unit": band.unit}
+    if band.description:
+        out["description"] = band.description
+    return out
+
+
+def _classify(value: float | None, band: BandInfo) -> Any:
+    if value is None or not band.classes:
+        return value
+    return {"value": int(value), "class": band.classes.get(int(value), "unnamed class")}
+
+
+class RasterService:
+    def __init__(self, settings: RasterSettings, source: CatalogSource, guard: AssetGuard,
+                 resolver: FeatureResolver) -> None:
+        self.settings = settings
+        self.source = source
+        self.guard = guard
+        self.resolver = resolver
+        self.limiter = anyio.CapacityLimiter(settings.io_workers)
+        self._gdal_env = settings.gdal_env()
+
+    # -- plumbing --------------------------------------------------------------------
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run blocking work in the bounded pool, inside the GDAL environment."""
+        def call() -> T:
+            with rasterio.Env(**self._gdal_env):
+                return fn(*args)
+
+        return await anyio.to_thread.run_sync(call, limiter=self.limiter, abandon_on_cancel=True)
+
+    async def collection(self, collection_id: Any, argument: str = "collection_id") -> CollectionRecord:
+        if not isinstance(collection_id, str) or not collection_id.strip():
+            raise ArgumentError(argument, "expected a collection id string")
+        return await self.run(self.source.collection, collection_id.strip())
+
+    async def collections(self) -> list[CollectionRecord]:
+        return await self.run(self.source.collections)
+
+    async def items(self, record: CollectionRecord, interval: TimeInterval | None, bbox: BBox | None,
+                    limit: int, argument: str = "datetime") -> list[ItemRecord]:
+        items = await self.run(self.source.items, record, interval, bbox, limit)
+        if not items:
+            if interval is not None and record.time_resolved:
+                raise ArgumentError(
+                    argument,
+                    f"no data in '{record.id}' for {interval.text}; the collection covers "
+                    f"{record.temporal_label()}",
+                )
+            raise ArgumentError(
+                "bbox" if bbox else "collection_id",
+                f"no items of '{record.id}' intersect the requested area; its extent is {record.bbox}",
+            )
+        return items
+
+    async def latest_or_matching(self, record: CollectionRecord, interval: TimeInterval | None,
+                                 bbox: BBox | None, limit: int) -> tuple[list[ItemRecord], str]:
+        """Items to read and a sentence saying which were chosen."""
+        if not record.time_resolved:
+            items = await self.items(record, None, bbox, limit)
+            note = "collection is not time-resolved"
+            if interval is not None:
+                note += f"; datetime '{interval.text}' does not apply to it"
+            return items, note
+        if interval is None:
+            items = await self.items(record, None, bbox, self.settings.max_timeseries_items)
+            return [items[-1]], f"latest time step used ({items[-1].time_label()}); pass datetime to choose"
+        items = await self.items(record, interval, bbox, limit)
+        return items, f"{len(items)} time step(s) match '{interval.text}'"
+
+    def band(self, record: CollectionRecord, band: Any, argument: str = "band") -> BandInfo:
+        if not record.bands:
+            raise UpstreamError(f"collection '{record.id}' describes no raster bands")
+        if band is None:
+            return record.bands[0]
+        if isinstance(band, int) and not isinstance(band, bool):
+            if 1 <= band <= len(record.bands):
+                return record.bands[band - 1]
+        elif isinstance(band, str):
+            if band.isdigit() and 1 <= int(band) <= len(record.bands):
+                return record.bands[int(band) - 1]
+            for info in record.bands:
+                if info.name.lower() == band.lower():
+                    return info
+        names = ", ".join(f"{b.index}={b.name}" for b in record.bands)
+        raise ArgumentError(argument, f"'{band}' is not a band of '{record.id}'; bands are {names}")
+
+    async def area(self, bbox: Any, geometry: Any, *, token: Callable[[], str],
+                   bbox_allowed: bool = True) -> Area:
+        if bbox is not None and geometry is not None:
+            raise ArgumentError("geometry", "give either bbox or geometry, not both")
+        if geometry is not None:
+            if is_feature_reference(geometry):
+                resolved = await self.resolver.geometry(geometry, "geometry", token())
+                geom = parse_geojson_geometry(resolved, "geometry",
+                                              max_vertices=self.settings.max_geometry_vertices)
+                return Area(geom, "feature", "geometry", {"dataset": geometry["dataset"], "id": geometry["id"]})
+            geom = parse_geojson_geometry(geometry, "geometry", max_vertices=self.settings.max_geometry_vertices)
+            return Area(geom, "geometry", "geometry", geom.geom_type)
+        if bbox is not None and bbox_allowed:
+            parsed = parse_bbox(bbox)
+            return Area(box(*parsed), "bbox", "bbox", list(parsed))
+        wanted = "bbox or geometry" if bbox_allowed else "geometry"
+        raise ArgumentError("geometry" if not bbox_allowed else "bbox",
+                            f"{wanted} is required (GeoJSON polygon or a feature reference "
+                            '{"dataset": ..., "id": ...})')
+
+    def href(self, item: ItemRecord) -> str:
+        return self.guard.check(item.href)
+
+    # -- discovery ---------------------------------------------------------------------
+
+    async def list_collections(self, bbox: Any = None, datetime: Any = None) -> dict[str, Any]:
+        box_filter = parse_bbox(bbox) if bbox is not None else None
+        interval = parse_interval(datetime)
+        records = await self.collections()
+        out = []
+        for record in sorted(records, key=lambda r: r.id):
+            if box_filter and record.bbox:
+                w, s, e, n = record.bbox
+                if box_filter[2] < w or box_filter[0] > e or box_filter[3] < s or box_filter[1] > n:
+                    continue
+            if interval and record.time_resolved and not interval.overlaps(record.start, record.end):
+                continue
+            out.append(record.summary())
+        result: dict[str, Any] = {"count": len(out), "collections": out}
+        if interval:
+            result["note"] = "collections that are not time-resolved are listed regardless of datetime"
+        return result
+
+    async def search_collections(self, query: Any, limit: int = 10) -> dict[str, Any]:
+        if not isinstance(query, str) or not query.strip():
+            raise ArgumentError("query", "expected a non-empty search text, e.g. 'elevation Luxembourg'")
+        if len(query) > 500:
+            raise ArgumentError("query", "at most 500 characters")
+        words = set(_WORD.findall(query.lower()))
+        records = await self.collections()
+        scored = []
+        for record in records:
+            score = _relevance(record, query.lower(), words)
+            if score > 0:
+                scored.append((score, record))
+        scored.sort(key=lambda pair: (-pair[0], pair[1].id))
+        hits = [{**r.summary(), "score": round(s, 2)} for s, r in scored[:limit]]
+        result: dict[str, Any] = {"query": query, "count": len(hits), "collections": hits}
+        if not hits:
+            result["hint"] = "nothing matched; available ids: " + ", ".join(sorted(r.id for r in records))
+        return result
+
+    async def info(self, collection_id: Any) -> dict[str, Any]:
+        record = await self.collection(collection_id)
+        details = record.details()
+        details["tiles"] = f"/tiles/{record.id}/{{z}}/{{x}}/{{y}}.png"
+        details["tilejson"] = f"/tiles/{record.id}/tilejson.json"
+        details["render_defaults"] = record.render or None
+        return details
+
+    # -- statistics --------------------------------------------------------------------
+
+    async def statistics(self, collection_id: Any, bbox: Any, geometry: Any, datetime: Any, band: Any,
+                         token: Callable[[], str]) -> dict[str, Any]:
+        record = await self.collection(collection_id)
+        info = self.band(record, band)
+        interval = parse_interval(datetime)
+        area = await self.area(bbox, geometry, token=token)
+        items, note = await self.latest_or_matching(record, interval, area.geometry.bounds,
+                                                    self.settings.max_change_items_per_period)
+        hrefs = [self.href(i) for i in items]
+        stats, plan = await self.run(self._composite_stats, hrefs, area, info)
+        result = {
+            "collection_id": record.id,
+            "band": _band_json(info),
+            "unit": info.unit,
+            "area": self._area_json(area, plan),
+            "time": _time_json(items, note),
+            "resolution": plan.resolution,
+            "weighting": _weighting(plan),
+            "statistics": stats,
+        }
+        if len(items) > 1:
+            result["composite"] = f"per-pixel mean of {len(items)} time steps"
+        return result
+
+    def _composite_stats(self, hrefs: Sequence[str], area: Area, info: BandInfo) -> tuple[dict[str, Any], rasterops.ReadPlan]:
+        data, plan = self._read_composite(hrefs, area, info.index)
+        inside, weights = rasterops.area_mask_and_weights(plan)
+        sample = rasterops.sample_from_array(data, inside, weights)
+        return rasterops.summarize(sample, classes=info.classes), plan
+
+    def _read_composite(self, hrefs: Sequence[str], area: Area, band: int) -> tuple[np.ma.MaskedArray, rasterops.ReadPlan]:
+        """Mean over time of `band` on the grid of the first item (one item: just that item)."""
+        with rasterio.open(hrefs[0]) as first:
+            plan = rasterops.plan_read(first, area.geometry, target_pixels=self.settings.stats_target_pixels,
+                                       max_pixels=self.settings.max_pixels_per_read, argument=area.argument)
+            if plan.factor > 1:
+                OVERVIEW_READS.inc()
+            stack = [rasterops.read_band(first, plan, band)]
+        for href in hrefs[1:]:
+            with rasterio.open(href) as ds:
+                stack.append(rasterops.read_band(ds, plan, band))
+        if len(stack) == 1:
+            return stack[0], plan
+        return np.ma.stack(stack).mean(axis=0), plan
+
+    def _area_json(self, area: Area, plan: rasterops.ReadPlan | None = None,
+                   inside_fraction: float | None = None) -> dict[str, Any]:
+        fraction = plan.inside_fraction if plan is not None else inside_fraction
+        out: dict[str, Any] = {"type": area.kind, area.kind if area.kind != "geometry" else "geometry_type": area.label}
+        geod_area = abs(rasterops.GEOD.geometry_area_perimeter(area.geometry)[0]) / 1e6
+        out["area_km2"] = round(geod_area, 3)
+        if fraction is not None:
+            out["fraction_inside_extent"] = round(fraction, 4)
+            out["clipped"] = fraction < 0.9999
+        return out
+
+    # -- points and time series ------------------------------------------------------
+
+    async def point(self, collection_id: Any, lon: Any, lat: Any, datetime: Any = None) -> dict[str, Any]:
+        x, y = check_lon_lat(lon, lat)
+        record = await self.collection(collection_id)
+        interval = parse_interval(datetime)
+        items, note = await self.latest_or_matching(record, interval, None, 48)
+        values = await self.run(self._point_values, [self.href(i) for i in items], x, y)
+        results = []
+        for item, value in zip(items, values, strict=True):
+            entry: dict[str, Any] = {"item": item.id, "time": item.time_label()}
+            if not value.inside:
+                entry["inside"] = False
+            else:
+                entry["values"] = {b.name: _classify(v, b) for b, v in zip(record.bands, value.values, strict=False)}
+                entry["pixel_center"] = value.pixel_center
+            results.append(entry)
+        inside = any(v.inside for v in values)
+        out: dict[str, Any] = {
+            "collection_id": record.id,
+            "lon": x,
+            "lat": y,
+            "units": {b.name: b.unit for b in record.bands},
+            "time": note,
+            "results": results,
+        }
+        if not inside:
+            out["note"] = f"the point is outside the collection's extent {record.bbox}"
+        elif all(v is None for r in results for v in (r.get("values") or {}).values()):
+            out["note"] = "no data at this point (nodata value)"
+        return out
+
+    def _point_values(self, hrefs: Sequence[str], lon: float, lat: float) -> list[rasterops.PointValue]:
+        out = []
+        for href in hrefs:
+            with rasterio.open(href) as ds:
+                out.append(rasterops.sample_point(ds, lon, lat))
+        return out
+
+    async def multi_point(self, collection_ids: Any, lon: Any, lat: Any) -> dict[str, Any]:
+        x, y = check_lon_lat(lon, lat)
+        if isinstance(collection_ids, str):
+            collection_ids = [c for c in re.split(r"[,\s]+", collection_ids) if c]
+        if not isinstance(collection_ids, list) or not collection_ids:
+            raise ArgumentError("collection_ids", "expected a non-empty list of collection ids")
+        limit = self.settings.max_point_collections
+        if len(collection_ids) > limit:
+            raise ArgumentError("collection_ids", f"{len(collection_ids)} collections is more than the limit of {limit}")
+        records = [await self.collection(c, "collection_ids") for c in dict.fromkeys(collection_ids)]
+        results = []
+        for record in records:
+            single = await self.point(record.id, x, y)
+            entry: dict[str, Any] = {"collection_id": record.id, "title": record.title, "units": single["units"]}
+            first = single["results"][-1]
+            entry.update({k: v for k, v in first.items() if k in {"values", "time", "inside"}})
+            if "note" in single:
+                entry["note"] = single["note"]
+            results.append(entry)
+        return {"lon": x, "lat": y, "count": len(results), "results": results}
+
+    async def timeseries(self, collection_id: Any, lon: Any, lat: Any, start: Any, end: Any,
+                         band: Any) -> dict[str, Any]:
+        x, y = check_lon_lat(lon, lat)
+        record = await self.collection(collection_id)
+        info = self.band(record, band)
+        if not record.time_resolved:
+            series = sorted(r.id for r in await self.collections() if r.time_resolved)
+            raise ArgumentError(
+                "collection_id",
+                f"'{record.id}' is not a time series; time-resolved collections: {', '.join(series)}",
+            )
+        first = parse_interval(start, "start")
+        last = parse_interval(end, "end")
+        interval = None
+        if first or last:
+            interval = TimeInterval(first.start if first else None, last.end if last else None,
+                                    f"{start or '..'}/{end or '..'}")
+            if interval.start and interval.end and interval.start > interval.end:
+                raise ArgumentError("end", f"end ({end}) is before start ({start})")
+        limit = self.settings.max_timeseries_items
+        items = await self.items(record, interval, None, limit + 1, "start" if start else "end")
+        if len(items) > limit:
+            raise ArgumentError("start", f"more than {limit} time steps; narrow start/end")
+        values = await self.run(self._point_values, [self.href(i) for i in items], x, y)
+        if not any(v.inside for v in values):
+            raise ArgumentError("lon", f"the point ({x}, {y}) is outside '{record.id}' extent {record.bbox}")
+        points = [
+            {"time": _iso(i.start), "end": _iso(i.end) if i.end != i.start else None,
+             "value": v.values[info.index - 1] if v.inside else None}
+            for i, v in zip(items, values, strict=True)
+        ]
+        valid = [p["value"] for p in points if p["value"] is not None]
+        out: dict[str, Any] = {
+            "collection_id": record.id,
+            "band": _band_json(info),
+            "unit": info.unit,
+            "lon": x,
+            "lat": y,
+            "pixel_center": next(v.pixel_center for v in values if v.inside),
+            "count": len(points),
+            "points": [{k: v for k, v in p.items() if v is not None or k == "value"} for p in points],
+        }
+        if valid:
+            out["summary"] = {"min": min(valid), "max": max(valid),
+                              "mean": rasterops._round(float(np.mean(valid)))}
+        else:
+            out["note"] = "no data at this point in any time step"
+        return out
+
+    # -- zonal statistics and change -------------------------------------------------
+
+    async def zonal(self, collection_id: Any, geometry: Any, datetime: Any, band: Any,
+                    token: Callable[[], str]) -> dict[str, Any]:
+        record = await self.collection(collection_id)
+        info = self.band(record, band)
+        interval = parse_interval(datetime)
+        area = await self.area(None, geometry, token=token, bbox_allowed=False)
+        items, note = await self.latest_or_matching(record, interval, area.geometry.bounds, 24)
+        per_item = await self.run(self._zonal_items, [self.href(i) for i in items], area, info)
+        first_stats, resolution, inside_fraction = per_item[0]
+        result: dict[str, Any] = {
+            "collection_id": record.id,
+            "band": _band_json(info),
+            "unit": info.unit,
+            "area": self._area_json(area, inside_fraction=inside_fraction),
+            "time": _time_json(items, note),
+            "resolution": resolution,
+            "method": "exact cell coverage fractions (exactextract) weighted by cell area",
+        }
+        if len(items) == 1:
+            result["statistics"] = first_stats
+        else:
+            result["per_time_step"] = [
+                {"time": i.time_label(), **{k: s.get(k) for k in ("mean", "min", "max", "valid_fraction", "majority")
+                                            if k in s}}
+                for i, (s, _r, _f) in zip(items, per_item, strict=True)
+            ]
+            means = [s["mean"] for s, _r, _f in per_item if "mean" in s]
+            if means:
+                result["summary"] = {"mean_of_means": rasterops._round(float(np.mean(means))),
+                                     "min": min(s["min"] for s, _r, _f in per_item if "min" in s),
+                                     "max": max(s["max"] for s, _r, _f in per_item if "max" in s)}
+        return result
+
+    def _zonal_items(self, hrefs: Sequence[str], area: Area, info: BandInfo) -> list[tuple[dict[str, Any], dict[str, Any], float]]:
+        out = []
+        for href in hrefs:
+            with rasterio.open(href) as ds:
+                plan = rasterops.plan_read(ds, area.geometry, target_pixels=self.settings.zonal_max_cells,
+                                           max_pixels=self.settings.max_pixels_per_read, argument=area.argument)
+                level = None if plan.factor == 1 else sorted(ds.overviews(info.index)).index(plan.factor)
+            if level is not None:
+                OVERVIEW_READS.inc()
+            with rasterops.open_dataset(href, level) as ds:
+                geom = rasterops.to_dataset_crs(area.geometry, ds.crs or rasterops.WGS84)
+                sample = rasterops.exact_sample(ds, info.index, geom)
+            out.append((rasterops.summarize(sample, classes=info.classes), plan.resolution, plan.inside_fraction))
+        return out
+
+    async def change(self, collection_id: Any, geometry: Any, bbox: Any, period_a: Any, period_b: Any,
+                     band: Any, threshold: Any, token: Callable[[], str]) -> dict[str, Any]:
+        record = await self.collection(collection_id)
+        info = self.band(record, band)
+        if not record.time_resolved:
+            series = sorted(r.id for r in await self.collections() if r.time_resolved)
+            raise ArgumentError(
+                "collection_id",
+                f"'{record.id}' has a single undated state, so there is nothing to compare; "
+                f"time-resolved collections: {', '.join(series)}",
+            )
+        if threshold is None:
+            threshold = 0.0
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not math.isfinite(threshold) or threshold < 0:
+            raise ArgumentError("threshold", "expected a finite number >= 0 (in the band's unit)")
+        a = parse_interval(period_a, "period_a")
+        b = parse_interval(period_b, "period_b")
+        if a is None:
+            raise ArgumentError("period_a", "required, e.g. '1999-01' or '1999-01/1999-03'")
+        if b is None:
+            raise ArgumentError("period_b", "required, e.g. '1999-07' or '1999-07/1999-09'")
+        area = await self.area(bbox, geometry, token=token)
+        limit = self.settings.max_change_items_per_period
+        items_a = await self.items(record, a, area.geometry.bounds, limit, "period_a")
+        items_b = await self.items(record, b, area.geometry.bounds, limit, "period_b")
+        stats = await self.run(self._change_stats, [self.href(i) for i in items_a],
+                               [self.href(i) for i in items_b], area, info, float(threshold))
+        plan = stats.pop("_plan")
+        return {
+            "collection_id": record.id,
+            "band": _band_json(info),
+            "unit": info.unit,
+            "area": self._area_json(area, plan),
+            "period_a": {"query": a.text, "time_steps": [i.time_label() for i in items_a]},
+            "period_b": {"query": b.text, "time_steps": [i.time_label() for i in items_b]},
+            "resolution": plan.resolution,
+            "weighting": _weighting(plan),
+            "threshold": threshold,
+            **stats,
+        }
+
+    def _change_stats(self, hrefs_a: Sequence[str], hrefs_b: Sequence[str], area: Area, info: BandInfo,
+                      threshold: float) -> dict[str, Any]:
+        data_a, plan = self._read_composite(hrefs_a, area, info.index)
+        stack_b = []
+        for href in hrefs_b:
+            with rasterio.open(href) as ds:
+                stack_b.append(rasterops.read_band(ds, plan, info.index))
+        data_b = stack_b[0] if len(stack_b) == 1 else np.ma.stack(stack_b).mean(axis=0)
+        inside, weights = rasterops.area_mask_and_weights(plan)
+        out: dict[str, Any] = {
+            "statistics_a": rasterops.summarize(rasterops.sample_from_array(data_a, inside, weights),
+                                                classes=info.classes),
+            "statistics_b": rasterops.summarize(rasterops.sample_from_array(data_b, inside, weights),
+                                                classes=info.classes),
+            "_plan": plan,
+        }
+        both = inside & ~np.ma.getmaskarray(data_a) & ~np.ma.getmaskarray(data_b)
+        w = np.asarray(weights)[both]
+        if w.sum() <= 0:
+            out["change"] = {"note": "no pixel has data in both periods"}
+            return out
+        va = np.ma.getdata(data_a)[both].astype("float64")
+        vb = np.ma.getdata(data_b)[both].astype("float64")
+        total = float(w.sum())
+        if info.classes:
+            changed = va.astype("int64") != vb.astype("int64")
+            out["change"] = {"changed_fraction": round(float(w[changed].sum() / total), 4)}
+            return out
+        diff = vb - va
+        diff_sample = rasterops.Sample(diff, w, total)
+        change = rasterops.summarize(diff_sample)
+        change.pop("valid_fraction", None)
+        change["rose_fraction"] = round(float(w[diff > threshold].sum() / total), 4)
+        change["fell_fraction"] = round(float(w[diff < -threshold].sum() / total), 4)
+        change["unchanged_fraction"] = round(float(w[np.abs(diff) <= threshold].sum() / total), 4)
+        mean_a = float(np.average(va, weights=w))
+        if mean_a != 0:
+            change["mean_change_percent"] = rasterops._round(100 * (float(np.average(vb, weights=w)) - mean_a) / abs(mean_a), 4)
+        change["compared_fraction"] = round(total / float(np.asarray(weights)[inside].sum()), 4)
+        out["change"] = change
+        return out
+
+
+def _time_json(items: Sequence[ItemRecord], note: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"note": note}
+    labels = [i.time_label() for i in items]
+    out["time_steps"] = labels if len(labels) <= 12 else [*labels[:6], "...", *labels[-6:]]
+    out["items"] = len(items)
+    return out
+
+
+def _weighting(plan: rasterops.ReadPlan) -> str:
+    if plan.geographic:
+        return "area-weighted (cos latitude) on a geographic grid; pixel centres inside the area"
+    return "equal-area pixels of a projected grid; pixel centres inside the area"
+
+
+def _relevance(record: CollectionRecord, query: str, words: set[str]) -> float:
+    """Keyword relevance: whole-query hits, word hits in id/title/keywords/description, fuzzy id."""
+    score = 0.0
+    title = record.title.lower()
+    keywords = " ".join(record.keywords).lower()
+    description = record.description.lower()
+    if query in record.id or query in title or query in keywords:
+        score += 3
+    title_words = set(_WORD.findall(f"{record.id} {title}"))
+    keyword_words = set(_WORD.findall(keywords))
+    description_words = set(_WORD.findall(description))
+    for word in words:
+        if len(word) < 2:
+            continue
+        stem = word.rstrip("s") if len(word) > 3 else word
+        if word in title_words or stem in title_words:
+            score += 2
+        elif word in keyword_words or stem in keyword_words:
+            score += 1.5
+        elif word in description_words or stem in description_words:
+            score += 0.5
+        elif any(difflib.SequenceMatcher(None, word, k).ratio() > 0.85 for k in title_words | keyword_words):
+            score += 0.75
+    return score
+
