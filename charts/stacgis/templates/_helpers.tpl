@@ -248,6 +248,9 @@ Args: (dict "root" $ "secret" name "key" key "value" explicit)
 {{- if and (eq .Values.gateway.auth.mode "jwt") (not .Values.gateway.auth.jwksUrl) -}}
 {{- fail "gateway.auth.jwksUrl is required when gateway.auth.mode is jwt" -}}
 {{- end -}}
+{{- if and .Values.httpRoute.enabled (not .Values.httpRoute.parentRefs) -}}
+{{- fail "httpRoute.parentRefs must name the Gateway the route attaches to" -}}
+{{- end -}}
 {{- if and .Values.ingress.tls.enabled (not .Values.ingress.hosts) -}}
 {{- fail "ingress.hosts must name at least one host when ingress.tls.enabled is true" -}}
 {{- end -}}
@@ -372,6 +375,12 @@ values first, then the service's `config` map on top. Args: (list $ key)
 {{- $_ := set $d "ALLOWED_LOCAL_ROOTS" (list $mount) -}}
 {{- $_ := set $d "ALLOWED_REMOTE_HOSTS" $svc.stac.allowedRemoteHosts -}}
 {{- $_ := set $d "VECTOR_TOOLS_URL" (include "stacgis.serviceUrl" (list $root "vectorTools")) -}}
+{{- /* TileJSON must carry the browser-facing URL (https behind a TLS ingress), not the pod's. */ -}}
+{{- if and $root.Values.ingress.enabled $root.Values.ingress.hosts -}}
+{{- $_ := set $d "PUBLIC_BASE_URL" (printf "%s://%s" (ternary "https" "http" $root.Values.ingress.tls.enabled) (first $root.Values.ingress.hosts)) -}}
+{{- else if and $root.Values.httpRoute.enabled $root.Values.httpRoute.hostnames -}}
+{{- $_ := set $d "PUBLIC_BASE_URL" (printf "https://%s" (first $root.Values.httpRoute.hostnames)) -}}
+{{- end -}}
 {{- end -}}
 {{- range $k, $v := $svc.config -}}
 {{- $_ := set $d (upper $k) $v -}}

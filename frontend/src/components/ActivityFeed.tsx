@@ -64,7 +64,6 @@ function ActivityLine({ activity }: { activity: Activity }) {
     case "frontend":
       return (
         <li className="activity activity-frontend" data-tool={activity.toolName}>
-          <span aria-hidden="true">🗺 </span>
           {activity.toolName === "generate_chart" ? "Drew a chart" : <>Map: <code>{activity.toolName}</code></>}
           {activity.toolName !== "generate_chart" && activity.arguments ? (
             <span className="activity-args"> {argsSummary(activity.arguments)}</span>
@@ -81,11 +80,11 @@ function ActivityLine({ activity }: { activity: Activity }) {
 /** The live log of what the agent is doing: thoughts, tool calls with durations, errors. */
 export function ActivityFeed({ activities, live }: { activities: Activity[]; live: boolean }) {
   const version = activities.reduce((n, a) => n + (a.text?.length ?? 0) + 1 + (a.status === "running" ? 0 : 1), 0);
-  const { ref, onScroll, showJump, jumpToBottom } = useStickToBottom<HTMLOListElement>(version);
+  const { ref, onScroll, showJump, jumpToBottom } = useStickToBottom<HTMLDivElement>(version);
   if (activities.length === 0) return null;
   return (
     <div className="activity-feed-wrap">
-      <ol
+      <div
         ref={ref}
         onScroll={onScroll}
         className="activity-feed"
@@ -94,10 +93,12 @@ export function ActivityFeed({ activities, live }: { activities: Activity[]; liv
         aria-label="Agent activity"
         tabIndex={0}
       >
-        {activities.map((a) => (
-          <ActivityLine key={a.id} activity={a} />
-        ))}
-      </ol>
+        <ol className="activity-list">
+          {activities.map((a) => (
+            <ActivityLine key={a.id} activity={a} />
+          ))}
+        </ol>
+      </div>
       {showJump ? (
         <button type="button" className="jump-button small" onClick={jumpToBottom}>
           Latest activity ↓

@@ -1,10 +1,19 @@
 import { Suspense, lazy } from "react";
+import { useChatStore } from "../state/chatStore";
+import type { RunPhase } from "../state/chatTypes";
 import { useUiStore } from "../state/uiStore";
 import type { UiMessage } from "../state/chatTypes";
 import { ActivityFeed } from "./ActivityFeed";
 import { SafeMarkdown } from "./SafeMarkdown";
 
 const ChartView = lazy(() => import("./ChartView"));
+
+const PENDING_TEXT: Partial<Record<RunPhase, string>> = {
+  queued: "Waiting in the queue…",
+  connecting: "Connecting…",
+  resuming: "Reconnecting…",
+  cancelling: "Stopping…",
+};
 
 const STATUS_NOTE: Partial<Record<UiMessage["status"], string>> = {
   cancelled: "Stopped",
@@ -14,6 +23,7 @@ const STATUS_NOTE: Partial<Record<UiMessage["status"], string>> = {
 
 export function MessageBubble({ message, latest = false }: { message: UiMessage; latest?: boolean }) {
   const showActivity = useUiStore((s) => s.panels.activity);
+  const phase = useChatStore((s) => (s.chat.run?.assistantId === message.id ? s.chat.run.phase : undefined));
   if (message.role === "user") {
     return (
       <article className="message message-user" aria-label="You said">
@@ -46,7 +56,7 @@ export function MessageBubble({ message, latest = false }: { message: UiMessage;
         </div>
       ) : streaming ? (
         <p className="answer-pending" aria-live="polite">
-          <span className="spinner" aria-hidden="true" /> Working on it…
+          <span className="spinner" aria-hidden="true" /> {(phase && PENDING_TEXT[phase]) ?? "Working on it…"}
         </p>
       ) : null}
       {message.charts.length > 0 ? (

@@ -1,10 +1,11 @@
-import { useCallback, useLayoutEffect, useRef, useState } from "react";
+import { useCallback, useEffect, useLayoutEffect, useRef, useState } from "react";
 import { isAtBottom } from "../lib/scroll";
 
 /**
  * Keeps a scroll container pinned to its newest content while the user is at the
  * bottom; stops once they scroll up and resumes when they come back down.
- * `version` changes whenever content grows.
+ * `version` changes whenever content is added; content that grows later by
+ * itself (a chart drawn after loading) is caught by a ResizeObserver.
  */
 export function useStickToBottom<T extends HTMLElement>(version: unknown) {
   const ref = useRef<T>(null);
@@ -24,6 +25,24 @@ export function useStickToBottom<T extends HTMLElement>(version: unknown) {
     if (stuck.current) el.scrollTop = el.scrollHeight;
     else setShowJump(true);
   }, [version]);
+
+  useEffect(() => {
+    const el = ref.current;
+    if (!el || typeof ResizeObserver === "undefined") return;
+    const observer = new ResizeObserver(() => {
+      if (stuck.current) el.scrollTop = el.scrollHeight;
+    });
+    observer.observe(el);
+    for (const child of Array.from(el.children)) observer.observe(child);
+    const mutations = new MutationObserver(() => {
+      for (const child of Array.from(el.children)) observer.observe(child);
+    });
+    mutations.observe(el, { childList: true });
+    return () => {
+      observer.disconnect();
+      mutations.disconnect();
+    };
+  }, []);
 
   const jumpToBottom = useCallback(() => {
     const el = ref.current;

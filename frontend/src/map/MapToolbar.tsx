@@ -77,7 +77,7 @@ export function MapToolbar({ onStartDrawing }: { onStartDrawing: () => void }) {
         ) : (
           <>
             <button type="button" className="small" onClick={onStartDrawing}>
-              ✏️ Draw area
+              Draw area
             </button>
             {drawn ? (
               <button type="button" className="small" onClick={() => setDrawnGeometry(null)}>

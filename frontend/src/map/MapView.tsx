@@ -13,7 +13,15 @@ import workerUrl from "maplibre-gl/dist/maplibre-gl-worker.mjs?url";
 import type { Feature, FeatureCollection } from "geojson";
 import { useEffect, useRef, useState } from "react";
 import { useUiStore } from "../state/uiStore";
-import { COUNTRIES_FILL_LAYER, COUNTRIES_SOURCE, loadCountries, offlineStyle, type OfflineVariant } from "./basemap";
+import {
+  COUNTRIES_FILL_LAYER,
+  COUNTRIES_SOURCE,
+  loadCountries,
+  offlineStyle,
+  type Countries,
+  type OfflineVariant,
+} from "./basemap";
+import { contextFeature } from "./contextGeometry";
 import {
   addVertex,
   canFinish,
@@ -25,7 +33,7 @@ import {
 } from "./drawing";
 import { OVERLAY_ANCHOR_LAYER } from "./frontendTools";
 import type { BasemapChoice } from "./mapBridge";
-import { registerMap, unregisterMap } from "./mapRegistry";
+import { markStyleLoaded, markStyleLoading, registerMap, unregisterMap } from "./mapRegistry";
 import { MapToolbar } from "./MapToolbar";
 
 // MapLibre looks for its worker beside its own module, which a bundle moves: point it at the emitted file.
@@ -36,12 +44,12 @@ const SATELLITE_STYLE_URL = (import.meta.env.VITE_SATELLITE_STYLE_URL as string 
 
 const EMPTY: FeatureCollection = { type: "FeatureCollection", features: [] };
 
-let countriesCache: FeatureCollection | null = null;
+let countriesCache: Countries | null = null;
 
 function styleFor(choice: BasemapChoice): StyleSpecification | string {
   if (typeof choice === "object") return choice.url;
   if (choice === "satellite" && SATELLITE_STYLE_URL) return SATELLITE_STYLE_URL;
-  return offlineStyle(choice as OfflineVariant, window.location.href, countriesCache);
+  return offlineStyle(choice as OfflineVariant, window.location.href, countriesCache?.display ?? null);
 }
 
 /** The layers the app owns on top of any basemap: the user's selection and drawing. */
@@ -92,11 +100,16 @@ function addSupportLayers(map: MapLibreMap): void {
       paint: { "circle-radius": 4, "circle-color": "#ffffff", "circle-stroke-color": "#1d4f8f", "circle-stroke-width": 2 },
     });
   }
-  if (countriesCache) (map.getSource(COUNTRIES_SOURCE) as GeoJSONSource | undefined)?.setData(countriesCache);
+  if (countriesCache) (map.getSource(COUNTRIES_SOURCE) as GeoJSONSource | undefined)?.setData(countriesCache.display);
 }
 
+/** What the map highlights: a country's flat-map outline, or the feature itself. */
 function selectionData(feature: Feature | null): FeatureCollection {
-  return feature ? { type: "FeatureCollection", features: [feature] } : EMPTY;
+  if (!feature) return EMPTY;
+  const country = typeof feature.id === "number" && feature.properties?.source === "Natural Earth 1:50m"
+    ? countriesCache?.display.features.find((f) => f.id === feature.id)
+    : undefined;
+  return { type: "FeatureCollection", features: [country ?? feature] };
 }
 
 function pickFeature(map: MapLibreMap, point: PointLike): Feature | null {
@@ -104,12 +117,15 @@ function pickFeature(map: MapLibreMap, point: PointLike): Feature | null {
   const hits = map.queryRenderedFeatures(point).filter((f) => !owned.has(f.layer.id) && f.geometry);
   if (hits.length === 0) return null;
   const country = hits.find((f) => f.layer.id === COUNTRIES_FILL_LAYER);
-  if (country && countriesCache) {
-    const full = countriesCache.features.find((f) => f.id === country.id);
-    if (full) return full;
-  }
+  const full = country && typeof country.id === "number" ? countriesCache?.byId.get(country.id) : undefined;
+  if (full) return contextFeature(full);
   const hit = hits[0];
-  return { type: "Feature", id: hit.id, properties: { ...hit.properties, layer: hit.layer.id }, geometry: hit.geometry };
+  return contextFeature({
+    type: "Feature",
+    id: hit.id,
+    properties: { ...hit.properties, layer: hit.layer.id },
+    geometry: hit.geometry,
+  });
 }
 
 export function MapView() {
@@ -133,13 +149,16 @@ export function MapView() {
     instance.addControl(new NavigationControl({ visualizePitch: false }), "top-right");
     instance.addControl(new ScaleControl({ unit: "metric" }), "bottom-right");
 
-    instance.on("style.load", () => addSupportLayers(instance));
+    instance.on("style.load", () => {
+      addSupportLayers(instance);
+      markStyleLoaded();
+    });
     instance.once("load", () => {
       registerMap(instance);
       setMap(instance);
     });
     instance.on("moveend", () => {
-      const c = instance.getCenter();
+      const c = instance.getCenter().wrap();
       useUiStore.getState().setView({ lat: c.lat, lon: c.lng }, instance.getZoom());
     });
     instance.on("error", (e: { error?: unknown }) => {
@@ -150,7 +169,8 @@ export function MapView() {
     instance.on("click", (e: MapMouseEvent) => {
       const s = useUiStore.getState();
       if (s.draw.active) {
-        s.setDraw(addVertex(s.draw, [e.lngLat.lng, e.lngLat.lat]));
+        const p = e.lngLat.wrap();
+        s.setDraw(addVertex(s.draw, [p.lng, p.lat]));
         return;
       }
       s.setSelectedFeature(pickFeature(instance, e.point));
@@ -167,9 +187,9 @@ export function MapView() {
     });
 
     loadCountries()
-      .then((fc) => {
-        countriesCache = fc;
-        (instance.getSource(COUNTRIES_SOURCE) as GeoJSONSource | undefined)?.setData(fc);
+      .then((countries) => {
+        countriesCache = countries;
+        (instance.getSource(COUNTRIES_SOURCE) as GeoJSONSource | undefined)?.setData(countries.display);
       })
       .catch(() => setLoadError("Country outlines could not be loaded"));
 
@@ -197,6 +217,7 @@ export function MapView() {
       }
       if (s.basemap !== lastBasemap) {
         lastBasemap = s.basemap;
+        markStyleLoading();
         map.setStyle(styleFor(s.basemap), { diff: false });
       }
       for (const removed of prev.overlays.filter((o) => !s.overlays.some((n) => n.id === o.id))) {

@@ -1,8 +1,9 @@
 import type { StyleSpecification } from "maplibre-gl";
-import type { FeatureCollection } from "geojson";
+import type { Feature, FeatureCollection } from "geojson";
 import { feature } from "topojson-client";
 import type { GeometryCollection, Topology } from "topojson-specification";
 import countriesUrl from "world-atlas/countries-50m.json?url";
+import { fixAntimeridian } from "./antimeridian";
 
 export type OfflineVariant = "light" | "dark" | "satellite";
 
@@ -27,10 +28,17 @@ const PALETTES: Record<OfflineVariant, Palette> = {
 
 const EMPTY: FeatureCollection = { type: "FeatureCollection", features: [] };
 
-let countriesPromise: Promise<FeatureCollection> | null = null;
+export interface Countries {
+  /** Outlines for drawing on the flat map (rings unwrapped across the antimeridian). */
+  display: FeatureCollection;
+  /** The same countries in plain WGS84, by feature id, for the spatial context. */
+  byId: Map<number, Feature>;
+}
+
+let countriesPromise: Promise<Countries> | null = null;
 
 /** Natural Earth 1:50m country outlines, bundled with the app (npm world-atlas). */
-export function loadCountries(fetchFn: typeof fetch = fetch): Promise<FeatureCollection> {
+export function loadCountries(fetchFn: typeof fetch = fetch): Promise<Countries> {
   countriesPromise ??= fetchFn(countriesUrl)
     .then((resp) => {
       if (!resp.ok) throw new Error(`country outlines: HTTP ${resp.status}`);
@@ -43,7 +51,8 @@ export function loadCountries(fetchFn: typeof fetch = fetch): Promise<FeatureCol
         f.properties = { ...(f.properties ?? {}), iso_n3: f.id ?? null, source: "Natural Earth 1:50m" };
         f.id = i + 1;
       });
-      return fc;
+      const byId = new Map(fc.features.map((f) => [f.id as number, f]));
+      return { display: fixAntimeridian(fc), byId };
     })
     .catch((err: unknown) => {
       countriesPromise = null;

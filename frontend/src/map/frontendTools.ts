@@ -1,7 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { useUiStore } from "../state/uiStore";
 import { applyFrontendTool, type BridgeResult, type MapLike } from "./mapBridge";
-import { whenMapReady } from "./mapRegistry";
+import { whenMapReady, whenStyleReady } from "./mapRegistry";
 
 /** Layers kept above raster overlays: what the user drew or picked. */
 export const OVERLAY_ANCHOR_LAYER = "selection-fill";
@@ -12,17 +12,28 @@ async function fetchJson(url: string): Promise<unknown> {
   return resp.json();
 }
 
-/** Runs a frontend-tool event from the agent against the live map and UI. */
-export async function runFrontendTool(name: string, args: JsonObject | undefined): Promise<BridgeResult> {
-  const map = await whenMapReady();
-  const ui = useUiStore.getState();
-  return applyFrontendTool(name, args, {
-    map: map as unknown as MapLike,
-    fetchJson,
-    baseUrl: window.location.href,
-    setBasemap: ui.setBasemap,
-    setPanel: ui.setPanel,
-    onOverlay: ui.upsertOverlay,
-    overlayBeforeId: () => (map.getLayer(OVERLAY_ANCHOR_LAYER) ? OVERLAY_ANCHOR_LAYER : undefined),
+let queue: Promise<unknown> = Promise.resolve();
+
+/**
+ * Runs a frontend-tool event from the agent against the live map and UI. Commands
+ * run one after another, each once the map (and any basemap being switched to)
+ * has loaded, so "add a layer, then change the basemap" keeps the layer.
+ */
+export function runFrontendTool(name: string, args: JsonObject | undefined): Promise<BridgeResult> {
+  const run = queue.then(async () => {
+    const map = await whenMapReady();
+    await whenStyleReady();
+    const ui = useUiStore.getState();
+    return applyFrontendTool(name, args, {
+      map: map as unknown as MapLike,
+      fetchJson,
+      baseUrl: window.location.href,
+      setBasemap: ui.setBasemap,
+      setPanel: ui.setPanel,
+      onOverlay: ui.upsertOverlay,
+      overlayBeforeId: () => (map.getLayer(OVERLAY_ANCHOR_LAYER) ? OVERLAY_ANCHOR_LAYER : undefined),
+    });
   });
+  queue = run.catch(() => undefined);
+  return run;
 }

@@ -23,6 +23,17 @@ class FakeMap implements MapLike {
   getZoom() {
     return this.zoom;
   }
+  /** A view of 360/2^zoom degrees around the centre, like a 512 px map. */
+  getBounds() {
+    const half = 180 / 2 ** this.zoom;
+    const { lng, lat } = this.center;
+    return {
+      getWest: () => lng - half,
+      getEast: () => lng + half,
+      getSouth: () => lat - half / 2,
+      getNorth: () => lat + half / 2,
+    };
+  }
   addSource(id: string, s: RasterSource) {
     if (this.sources.has(id)) throw new Error(`source ${id} exists`);
     this.sources.set(id, s);
@@ -133,7 +144,25 @@ describe("map bridge", () => {
   it("visualize_collection does not move a map already looking at the data", async () => {
     const map = new FakeMap();
     map.center = { lng: 6.1, lat: 49.7 };
+    map.zoom = 8;
     await applyFrontendTool("visualize_collection", { collection_id: "luxembourg-dem" }, env(map));
+    expect(map.calls.filter((c) => c.startsWith("fitBounds"))).toEqual([]);
+  });
+
+  it("visualize_collection zooms in when the data would be a speck in the view", async () => {
+    const map = new FakeMap();
+    map.center = { lng: 6.1, lat: 49.7 };
+    map.zoom = 3;
+    await applyFrontendTool("visualize_collection", { collection_id: "luxembourg-dem" }, env(map));
+    expect(map.calls.filter((c) => c.startsWith("fitBounds"))).toHaveLength(1);
+  });
+
+  it("visualize_collection leaves the view alone for global data", async () => {
+    const map = new FakeMap();
+    map.center = { lng: 6.1, lat: 49.7 };
+    map.zoom = 5;
+    const globalTiles = { ...TILEJSON, bounds: [-180, -90, 180, 90] };
+    await applyFrontendTool("visualize_collection", { collection_id: "global-land-mask" }, env(map, { fetchJson: async () => globalTiles }));
     expect(map.calls.filter((c) => c.startsWith("fitBounds"))).toEqual([]);
   });
 

@@ -10,6 +10,7 @@ export interface MapLike {
   ): unknown;
   getCenter(): { lng: number; lat: number };
   getZoom(): number;
+  getBounds(): { getWest(): number; getSouth(): number; getEast(): number; getNorth(): number };
   addSource(id: string, source: RasterSource): unknown;
   getSource(id: string): unknown;
   removeSource(id: string): unknown;
@@ -130,6 +131,19 @@ function keepTemplate(url: string): string {
   return url.replace(/%7B/gi, "{").replace(/%7D/gi, "}");
 }
 
+/**
+ * Move to the data when the view is not on it, or when it would be a speck in
+ * the view; leave a view already looking at it alone.
+ */
+export function needsFit(view: [number, number, number, number], data: [number, number, number, number]): boolean {
+  const cx = (view[0] + view[2]) / 2;
+  const cy = (view[1] + view[3]) / 2;
+  const centred = cx >= data[0] && cx <= data[2] && cy >= data[1] && cy <= data[3];
+  if (!centred) return true;
+  const small = data[2] - data[0] < 0.25 * (view[2] - view[0]) && data[3] - data[1] < 0.25 * (view[3] - view[1]);
+  return small;
+}
+
 export function overlayId(collectionId: string): string {
   return `raster:${collectionId}`;
 }
@@ -200,9 +214,8 @@ async function visualize(args: JsonObject, env: BridgeEnv): Promise<BridgeResult
   env.onOverlay({ id, source, layer, legend });
 
   if (bounds) {
-    const c = map.getCenter();
-    const inside = c.lng >= bounds[0] && c.lng <= bounds[2] && c.lat >= bounds[1] && c.lat <= bounds[3];
-    if (!inside) {
+    const v = map.getBounds();
+    if (needsFit([v.getWest(), v.getSouth(), v.getEast(), v.getNorth()], bounds)) {
       map.fitBounds(
         [
           [bounds[0], bounds[1]],

@@ -240,10 +240,13 @@ export async function answerApproval(approvalId: string, approved: boolean, reas
     dispatch({ type: "approval_answered", approvalId, approved });
     return true;
   } catch (err) {
-    dispatch({ type: "notice", kind: "error", text: `Could not send your answer: ${describe(err)}` });
-    if (err instanceof HttpError && (err.status === 404 || err.status === 410)) {
+    if (err instanceof HttpError && (err.status === 404 || err.status === 409 || err.status === 410)) {
+      // Already answered, timed out or gone: the dialog has nothing left to decide.
       dispatch({ type: "approval_answered", approvalId, approved: false });
+      dispatch({ type: "notice", kind: "info", text: `That request is no longer waiting for an answer (${err.detail}).` });
+      return false;
     }
+    dispatch({ type: "notice", kind: "error", text: `Could not send your answer: ${describe(err)}` });
     return false;
   }
 }

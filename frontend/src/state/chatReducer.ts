@@ -297,7 +297,7 @@ export function chatReducer(state: ChatState, action: ChatAction): ChatState {
         run: { ...state.run, phase: "queued" },
         notice: {
           kind: "queued",
-          text: `All ${max} model slot${max === 1 ? " is" : "s are"} busy (${active} active). You are queued; your message is sent as soon as a slot frees.`,
+          text: `${max === 1 ? "The model's only slot is" : `All ${max} model slots are`} busy (${active} active). You are queued; your message is sent as soon as a slot frees.`,
           capacity: action.capacity,
         },
       };

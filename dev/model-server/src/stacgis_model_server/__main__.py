@@ -6,6 +6,7 @@ import argparse
 import os
 
 import uvicorn
+
 from stacgis_common.logs import configure_logging
 from stacgis_common.settings import load_settings
 
@@ -26,6 +27,8 @@ def main(argv: list[str] | None = None) -> None:
         if value is not None:
             os.environ[f"MODEL_SERVER_{variable}"] = str(value)
 
+    # Idle OpenMP threads of llama.cpp and torch would otherwise spin on the shared cores.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     settings = load_settings(ModelServerSettings)
     configure_logging("model-server", settings.log_level)
     app = create_app(settings)

@@ -15,6 +15,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
+
 from stacgis_common.health import health_routes
 
 from . import ollama_wire, openai_wire
@@ -216,7 +217,9 @@ def build_routes(state: ServerState) -> list[BaseRoute]:
 
     async def openai_models(_: Request) -> Response:
         created = int(time.time())
-        data = [{"id": card.name, "object": "model", "created": created, "owned_by": "library"} for card in registry.cards()]
+        data = [
+            {"id": card.name, "object": "model", "created": created, "owned_by": "library"} for card in registry.cards()
+        ]
         return JSONResponse({"object": "list", "data": data})
 
     async def openai_chat(request: Request) -> Response:

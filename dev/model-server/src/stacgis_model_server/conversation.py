@@ -85,9 +85,7 @@ def infer_tool_names(messages: list[Message]) -> list[Message]:
             name = calls_by_id.get(message.tool_call_id or "")
             if name is None and position < len(pending):
                 name = pending[position].name
-            message = Message(
-                role="tool", content=message.content, tool_name=name, tool_call_id=message.tool_call_id
-            )
+            message = Message(role="tool", content=message.content, tool_name=name, tool_call_id=message.tool_call_id)
         if message.role == "tool":
             position += 1
         result.append(message)

@@ -29,7 +29,8 @@ log = logging.getLogger(__name__)
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 END = "<|im_end|>"
-DEFAULT_SYSTEM = "You are a helpful assistant."
+# The default system prompt of SmolLM2's own chat template.
+DEFAULT_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
 DECISION_TOKENS = 24
 MAX_TOOL_CALLS = 4
 
@@ -184,8 +185,8 @@ class LlamaBackend:
         def work() -> None:
             try:
                 if not cancelled.is_set():
-                    self._run(chat, emit, cancelled)
-            except BaseException as error:  # noqa: BLE001 - handed to the event loop
+                    self._run(chat, entry, emit, cancelled)
+            except BaseException as error:
                 emit(_Failure(error))
             finally:
                 emit(_END_OF_STREAM)
@@ -207,7 +208,9 @@ class LlamaBackend:
 
     # Everything below runs on the worker thread.
 
-    def _run(self, chat: ChatInput, emit: Callable[[object], None], cancelled: threading.Event) -> None:
+    def _run(
+        self, chat: ChatInput, entry: LogEntry, emit: Callable[[object], None], cancelled: threading.Event
+    ) -> None:
         load_started = time.monotonic()
         was_loaded = self.loaded
         llama = self.load()
@@ -232,10 +235,19 @@ class LlamaBackend:
             sampling["top_k"] = chat.options.top_k
 
         if chat.tools:
-            completion_tokens, reason = self._run_with_tools(llama, chat, prompt, budget, sampling, emit, cancelled)
+            completion_tokens, reason = self._run_with_tools(
+                llama, chat, prompt, budget, sampling, entry, emit, cancelled
+            )
         else:
-            completion_tokens, reason = self._stream_text(llama, prompt, budget, sampling, emit, cancelled)
-        emit(Finish(done_reason=reason, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, load_duration_ns=load_ns))
+            completion_tokens, reason = self._stream_text(llama, prompt, budget, sampling, entry, emit, cancelled)
+        emit(
+            Finish(
+                done_reason=reason,
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+                load_duration_ns=load_ns,
+            )
+        )
 
     def _budget(self, requested: int | None) -> int:
         # Ollama's -1 (no limit) and -2 (fill the window) become the cap; llama.cpp reads 0 as unlimited.
@@ -251,6 +263,7 @@ class LlamaBackend:
         prompt: str,
         budget: int,
         sampling: dict[str, Any],
+        entry: LogEntry,
         emit: Callable[[object], None],
         cancelled: threading.Event,
     ) -> tuple[int, str]:
@@ -262,6 +275,7 @@ class LlamaBackend:
                 choice = chunk["choices"][0]
                 if choice["text"]:
                     count += 1
+                    entry.generated = count
                     emit(TextDelta(content=choice["text"]))
                 if choice.get("finish_reason") == "length":
                     reason = "length"
@@ -282,10 +296,11 @@ class LlamaBackend:
         prompt: str,
         budget: int,
         sampling: dict[str, Any],
+        entry: LogEntry,
         emit: Callable[[object], None],
         cancelled: threading.Event,
     ) -> tuple[int, str]:
-        from llama_cpp import LlamaGrammar
+        from llama_cpp.llama_grammar import LlamaGrammar
 
         tools = {str(t.get("function", t).get("name")): t.get("function", t) for t in chat.tools}
         choices = " | ".join(_gbnf_literal(f"functions.{name}:") for name in tools)
@@ -295,7 +310,7 @@ class LlamaBackend:
 
         head = self._complete(llama, prompt, DECISION_TOKENS, first, **decision)
         if not head.startswith("functions."):
-            return self._stream_text(llama, prompt + "message:\n", budget, sampling, emit, cancelled)
+            return self._stream_text(llama, prompt + "message:\n", budget, sampling, entry, emit, cancelled)
 
         calls: list[ToolCall] = []
         used = 0
@@ -304,15 +319,17 @@ class LlamaBackend:
             schema = tools.get(name, {}).get("parameters") or {"type": "object"}
             try:
                 grammar = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
-            except Exception:  # noqa: BLE001 - schemas the converter cannot handle fall back to any JSON
+            except Exception:
                 from llama_cpp.llama_grammar import JSON_GBNF
 
                 grammar = LlamaGrammar.from_string(JSON_GBNF, verbose=False)
             prompt += f"functions.{name}:\n"
             raw = self._complete(llama, prompt, budget, grammar, **sampling)
             used += len(llama.tokenize(raw.encode("utf-8"), add_bos=False, special=False))
+            entry.generated = used
             try:
-                arguments = json.loads(raw)
+                # strict=False: the model writes raw newlines inside strings, which the grammar allows.
+                arguments = json.loads(raw, strict=False)
             except ValueError:
                 arguments = None
             if not isinstance(arguments, dict):
@@ -321,6 +338,8 @@ class LlamaBackend:
                     emit(TextDelta(content=f"functions.{name}:\n{raw}"))
                     return used, "length"
                 break
+            if any(c.name == name and c.arguments == arguments for c in calls):
+                break  # The small model tends to repeat its last call until the cap.
             calls.append(ToolCall(name=name, arguments=arguments))
             prompt += raw + "\n"
             head = self._complete(llama, prompt, DECISION_TOKENS, follow, **decision)

@@ -154,7 +154,7 @@ def render_tool_calls(calls: tuple[ToolCall, ...]) -> list[dict[str, Any]]:
 
 
 def _line(payload: dict[str, Any]) -> bytes:
-    return json.dumps(payload, ensure_ascii=False).encode("utf-8") + b"\n"
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
 
 
 class OllamaRenderer:
@@ -226,4 +226,10 @@ class OllamaRenderer:
             message["thinking"] = "".join(self.thinking)
         if self.calls:
             message["tool_calls"] = render_tool_calls(tuple(self.calls))
-        return {"model": self.model, "created_at": timestamp(), "message": message, "done": True, **self._timing(self.finish)}
+        return {
+            "model": self.model,
+            "created_at": timestamp(),
+            "message": message,
+            "done": True,
+            **self._timing(self.finish),
+        }

@@ -109,7 +109,9 @@ class ChatCompletionRequest(_Lenient):
                     raise BackendError(
                         400, f"invalid request: messages.{i}.tool_calls.{j}.function.arguments: must be a JSON object"
                     )
-                calls.append(ToolCall(name=call.function.name, arguments=arguments, **({"id": call.id} if call.id else {})))
+                calls.append(
+                    ToolCall(name=call.function.name, arguments=arguments, **({"id": call.id} if call.id else {}))
+                )
             messages.append(
                 Message(
                     role="system" if m.role == "developer" else m.role,
@@ -156,7 +158,7 @@ def openai_error(error: BackendError) -> Response:
 
 
 def _sse(payload: dict[str, Any] | str) -> bytes:
-    data = payload if isinstance(payload, str) else json.dumps(payload, ensure_ascii=False)
+    data = payload if isinstance(payload, str) else json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
     return f"data: {data}\n\n".encode()
 
 
@@ -181,7 +183,13 @@ class OpenAIRenderer:
             self.role_sent = True
         choice = {"index": 0, "delta": delta, "finish_reason": finish_reason}
         return _sse(
-            {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model, "choices": [choice]}
+            {
+                "id": self.id,
+                "object": "chat.completion.chunk",
+                "created": self.created,
+                "model": self.model,
+                "choices": [choice],
+            }
         )
 
     def _usage(self, finish: Finish) -> dict[str, int]:
@@ -208,7 +216,12 @@ class OpenAIRenderer:
             out = []
             for index, call in enumerate(event.calls, start=len(self.calls)):
                 # Name first, then the arguments in fragments, as OpenAI streams them.
-                head = {"index": index, "id": call.id, "type": "function", "function": {"name": call.name, "arguments": ""}}
+                head = {
+                    "index": index,
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": ""},
+                }
                 out.append(self._chunk({"tool_calls": [head]}))
                 arguments = json.dumps(call.arguments, ensure_ascii=False)
                 size = self.argument_chunk_chars

@@ -27,6 +27,8 @@ class LogEntry:
     status: int = 200
     error: str | None = None
     chunks_sent: int = 0
+    # Pieces the back end produced (tokens for the real model): stops growing once generation stops.
+    generated: int = 0
     duration_ms: float | None = None
 
     def finish(self, outcome: Outcome, error: str | None = None, status: int | None = None) -> None:
@@ -52,6 +54,7 @@ class LogEntry:
             "status": self.status,
             "error": self.error,
             "chunks_sent": self.chunks_sent,
+            "generated": self.generated,
             "duration_ms": self.duration_ms,
             "body": self.body,
         }

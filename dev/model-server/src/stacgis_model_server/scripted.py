@@ -36,7 +36,9 @@ class ScriptedBackend:
         rule = self.rulebook.select(chat)
         if rule is None:
             last_user = TemplateContext(chat.messages).last_user_text()
-            rule = Rule(name="(no rule matched)", content=f"No scripted rule matched the last user message: {last_user!r}.")
+            rule = Rule(
+                name="(no rule matched)", content=f"No scripted rule matched the last user message: {last_user!r}."
+            )
         entry.rule = rule.name
 
         if rule.error is not None and rule.error.after_chunks is None:
@@ -61,6 +63,7 @@ class ScriptedBackend:
 
         for index, delta in enumerate(deltas):
             await self._before_chunk(rule, index, delay)
+            entry.generated += 1
             yield delta
         # Limits beyond the chunk count take effect once the text is out, before the tool calls.
         await self._before_chunk(rule, len(deltas), 0, final=True)

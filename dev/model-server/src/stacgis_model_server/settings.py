@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
+
 from stacgis_common.settings import ServiceSettings
 
 # The demo rules live beside the package in the source tree (dev/model-server/scripts/).

@@ -29,11 +29,13 @@ async def _wait_for_disconnect(receive: Receive) -> None:
 
 
 class ChatResponse(Response):
-    def __init__(
-        self, events: AsyncIterator[ChatEvent], renderer: ChatRenderer, entry: LogEntry, stream: bool
-    ) -> None:
-        # No caching or proxy buffering: each chunk must reach the client when it is written.
-        super().__init__(media_type=renderer.media_type, headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    def __init__(self, events: AsyncIterator[ChatEvent], renderer: ChatRenderer, entry: LogEntry, stream: bool) -> None:
+        # Like StreamingResponse: no body attribute, so no Content-Length header. No caching or proxy
+        # buffering either: each chunk must reach the client when it is written.
+        self.status_code = 200
+        self.media_type = renderer.media_type
+        self.background = None
+        self.init_headers({"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
         self.events = events
         self.renderer = renderer
         self.entry = entry
@@ -81,9 +83,9 @@ class ChatResponse(Response):
             await self._send_response(send, renderer.error_response(error))
             return
         except StopAsyncIteration:
-            error = BackendError(500, "the back end produced no output")
-            self.entry.finish("error", error.message, error.status)
-            await self._send_response(send, renderer.error_response(error))
+            empty = BackendError(500, "the back end produced no output")
+            self.entry.finish("error", empty.message, empty.status)
+            await self._send_response(send, renderer.error_response(empty))
             return
 
         if not self.stream:
@@ -119,7 +121,7 @@ class ChatResponse(Response):
             self.entry.finish("error", error.message, error.status)
             await self._send_response(send, renderer.error_response(error))
             return
-        body = json.dumps(renderer.collected(), ensure_ascii=False).encode("utf-8")
+        body = json.dumps(renderer.collected(), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         await send(
             {
                 "type": "http.response.start",

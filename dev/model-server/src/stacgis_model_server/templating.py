@@ -18,7 +18,8 @@ from typing import Any
 
 from .conversation import Message
 
-PLACEHOLDER = re.compile(r"\{\{\s*(tool|system|last_user)(?::(.*?))?\s*\}\}", re.DOTALL)
+# The argument runs to the first "}}", so a regex inside a placeholder cannot contain "}}".
+PLACEHOLDER = re.compile(r"\{\{\s*(tool|system|last_user)(?::((?:(?!\}\}).)*?))?\s*\}\}", re.DOTALL)
 
 
 class TemplateError(ValueError):
@@ -86,7 +87,9 @@ def follow_path(value: Any, path: str, tool: str) -> Any:
                 raise TemplateError(f"tool {tool!r} result: no key {'.'.join(walked)} (keys there: {keys})")
             current = current[part]
         else:
-            raise TemplateError(f"tool {tool!r} result: {'.'.join(walked[:-1]) or 'the result'} is not an object or list")
+            raise TemplateError(
+                f"tool {tool!r} result: {'.'.join(walked[:-1]) or 'the result'} is not an object or list"
+            )
     return current
 
 

@@ -24,6 +24,8 @@ class ServiceSettings(BaseSettings):
     internal_token_audience: str = "stacgis-internal"
     internal_token_ttl_seconds: int = 900
     otlp_endpoint: str | None = None
+    # Append finished spans as JSON lines to this file (local runs and end-to-end trace tests).
+    trace_file: str | None = None
     # Host headers accepted by MCP endpoints (DNS-rebinding protection); ["*"] accepts any.
     allowed_hosts: list[str] = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
 

@@ -2,7 +2,6 @@
 
 from stacgis_common.mcp_app import serve
 from stacgis_common.settings import load_settings
-
 from stacgis_raster.app import create_app
 from stacgis_raster.settings import RasterSettings
 

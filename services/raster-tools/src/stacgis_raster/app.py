@@ -6,11 +6,11 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from starlette.applications import Starlette
-from stacgis_common.mcp_app import build_tool_server_app, create_mcp_server
 
+from stacgis_common.mcp_app import build_tool_server_app, create_mcp_server
 from stacgis_raster.assets import AssetGuard
 from stacgis_raster.catalog import open_source
 from stacgis_raster.features import FeatureResolver
@@ -31,9 +31,13 @@ INSTRUCTIONS = (
 
 def build_service(settings: RasterSettings) -> RasterService:
     guard = AssetGuard([Path(p) for p in settings.allowed_local_roots], settings.allowed_remote_hosts)
-    source = open_source(settings.stac_url, guard, kind=settings.stac_kind,
-                         refresh_seconds=settings.catalog_refresh_seconds,
-                         timeout=settings.stac_timeout_seconds)
+    source = open_source(
+        settings.stac_url,
+        guard,
+        kind=settings.stac_kind,
+        refresh_seconds=settings.catalog_refresh_seconds,
+        timeout=settings.stac_timeout_seconds,
+    )
     resolver = FeatureResolver(settings.vector_tools_url, settings.vector_tools_timeout_seconds)
     return RasterService(settings, source, guard, resolver)
 
@@ -53,7 +57,7 @@ def create_app(settings: RasterSettings) -> Starlette:
         try:
             count = len(await service.collections())
             log.info("catalog %s loaded: %d collections", settings.stac_url, count)
-        except Exception as exc:  # noqa: BLE001 - keep serving; /readyz reports it
+        except Exception as exc:
             log.error("catalog %s could not be loaded: %s", settings.stac_url, exc)
         try:
             yield
@@ -61,8 +65,11 @@ def create_app(settings: RasterSettings) -> Starlette:
             await service.resolver.aclose()
 
     app: Any = build_tool_server_app(
-        server, settings, readiness={"catalog": catalog_ready}, extra_routes=tile_routes(service),
+        server,
+        settings,
+        readiness={"catalog": catalog_ready},
+        extra_routes=tile_routes(service),
         lifespan=lifespan,
     )
     app.state.service = service
-    return app
+    return cast(Starlette, app)

@@ -51,9 +51,7 @@ class AssetGuard:
         if scheme in {"http", "https"}:
             host = parts.hostname or ""
             if not self.host_allowed(host):
-                raise AssetNotAllowed(
-                    f"reading from host '{host}' is not allowed (set RASTER_ALLOWED_REMOTE_HOSTS)"
-                )
+                raise AssetNotAllowed(f"reading from host '{host}' is not allowed (set RASTER_ALLOWED_REMOTE_HOSTS)")
             return href
         if scheme == "file":
             path = Path(unquote(parts.path))

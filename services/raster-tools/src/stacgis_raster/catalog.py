@@ -146,15 +146,17 @@ def _bands_from(raster_bands: list[dict[str, Any]]) -> list[BandInfo]:
                 for c in band["classification:classes"]
             }
         nodata = band.get("nodata")
-        bands.append(BandInfo(
-            index=index,
-            name=str(band.get("name") or f"band{index}"),
-            description=band.get("description"),
-            unit=band.get("unit"),
-            nodata=float(nodata) if isinstance(nodata, (int, float)) else None,
-            data_type=band.get("data_type"),
-            classes=classes,
-        ))
+        bands.append(
+            BandInfo(
+                index=index,
+                name=str(band.get("name") or f"band{index}"),
+                description=band.get("description"),
+                unit=band.get("unit"),
+                nodata=float(nodata) if isinstance(nodata, (int, float)) else None,
+                data_type=band.get("data_type"),
+                classes=classes,
+            )
+        )
     return bands
 
 
@@ -177,8 +179,9 @@ def item_record(item: pystac.Item, collection_id: str) -> ItemRecord | None:
     return ItemRecord(item.id, collection_id, bbox, start, end, asset.get_absolute_href() or asset.href)  # type: ignore[arg-type]
 
 
-def collection_record(collection: pystac.Collection, items: list[ItemRecord] | None,
-                      sample_item: pystac.Item | None) -> CollectionRecord:
+def collection_record(
+    collection: pystac.Collection, items: list[ItemRecord] | None, sample_item: pystac.Item | None
+) -> CollectionRecord:
     spatial = collection.extent.spatial.bboxes[0] if collection.extent.spatial.bboxes else None
     interval = collection.extent.temporal.intervals[0] if collection.extent.temporal.intervals else [None, None]
     raster_bands: list[dict[str, Any]] = []
@@ -217,7 +220,7 @@ def collection_record(collection: pystac.Collection, items: list[ItemRecord] | N
         resolution_m=resolution,
         item_count=len(items) if items is not None else None,
         provenance=collection.extra_fields.get("stacgis:provenance"),
-        items=sorted(items or [], key=lambda i: (i.start or dt.datetime.min.replace(tzinfo=dt.UTC))),
+        items=sorted(items or [], key=lambda i: i.start or dt.datetime.min.replace(tzinfo=dt.UTC)),
     )
 
 
@@ -246,10 +249,11 @@ class CatalogSource(Protocol):
 
     def collections(self) -> list[CollectionRecord]: ...
 
-    def collection(self, collection_id: str) -> CollectionRecord: ...
+    def collection(self, collection_id: str, argument: str = "collection_id") -> CollectionRecord: ...
 
-    def items(self, collection: CollectionRecord, interval: TimeInterval | None,
-              bbox: BBox | None, limit: int) -> list[ItemRecord]: ...
+    def items(
+        self, collection: CollectionRecord, interval: TimeInterval | None, bbox: BBox | None, limit: int
+    ) -> list[ItemRecord]: ...
 
 
 def _overlaps(item: ItemRecord, bbox: BBox | None) -> bool:
@@ -285,11 +289,11 @@ class _CachedSource:
         self._ensure_fresh()
         return list(self._records.values())
 
-    def collection(self, collection_id: str) -> CollectionRecord:
+    def collection(self, collection_id: str, argument: str = "collection_id") -> CollectionRecord:
         self._ensure_fresh()
         record = self._records.get(collection_id)
         if record is None:
-            raise unknown_collection(collection_id, self._records)
+            raise unknown_collection(collection_id, self._records, argument)
         return record
 
 
@@ -312,15 +316,15 @@ class StaticCatalogSource(_CachedSource):
         for collection in collections:
             pystac_items = list(collection.get_items())
             items = [r for r in (item_record(i, collection.id) for i in pystac_items) if r]
-            records[collection.id] = collection_record(
-                collection, items, pystac_items[0] if pystac_items else None
-            )
+            records[collection.id] = collection_record(collection, items, pystac_items[0] if pystac_items else None)
         return records
 
-    def items(self, collection: CollectionRecord, interval: TimeInterval | None,
-              bbox: BBox | None, limit: int) -> list[ItemRecord]:
+    def items(
+        self, collection: CollectionRecord, interval: TimeInterval | None, bbox: BBox | None, limit: int
+    ) -> list[ItemRecord]:
         selected = [
-            i for i in collection.items
+            i
+            for i in collection.items
             if _overlaps(i, bbox)
             and (interval is None or not collection.time_resolved or interval.overlaps(i.start, i.end))
         ]
@@ -355,24 +359,32 @@ class StacApiSource(_CachedSource):
             raise UpstreamError(f"STAC API {self.url} failed: {exc}") from exc
         return records
 
-    def items(self, collection: CollectionRecord, interval: TimeInterval | None,
-              bbox: BBox | None, limit: int) -> list[ItemRecord]:
+    def items(
+        self, collection: CollectionRecord, interval: TimeInterval | None, bbox: BBox | None, limit: int
+    ) -> list[ItemRecord]:
         client = self._open()
         datetime_arg = None
         if interval is not None and collection.time_resolved:
-            datetime_arg = f"{_iso(interval.start) if interval.start else '..'}/" \
-                           f"{_iso(interval.end) if interval.end else '..'}"
+            datetime_arg = (
+                f"{_iso(interval.start) if interval.start else '..'}/{_iso(interval.end) if interval.end else '..'}"
+            )
         try:
-            search = client.search(collections=[collection.id], bbox=list(bbox) if bbox else None,
-                                   datetime=datetime_arg, max_items=limit, sortby="+datetime")
+            search = client.search(
+                collections=[collection.id],
+                bbox=list(bbox) if bbox else None,
+                datetime=datetime_arg,
+                max_items=limit,
+                sortby="+datetime",
+            )
             items = [item_record(i, collection.id) for i in search.items()]
         except Exception as exc:
             raise UpstreamError(f"STAC API search on {self.url} failed: {exc}") from exc
         return sorted((i for i in items if i), key=lambda i: i.start or dt.datetime.min.replace(tzinfo=dt.UTC))
 
 
-def open_source(stac_url: str, guard: AssetGuard, *, kind: str, refresh_seconds: float,
-                timeout: float) -> CatalogSource:
+def open_source(
+    stac_url: str, guard: AssetGuard, *, kind: str, refresh_seconds: float, timeout: float
+) -> CatalogSource:
     """Pick the source type; the configured location itself is trusted."""
     parts = urlsplit(stac_url)
     remote = parts.scheme in {"http", "https"}

@@ -38,9 +38,7 @@ class FeatureResolver:
         if response.status_code == 404:
             raise NotFoundError(argument, f"vector dataset '{dataset}' has no feature '{feature_id}'")
         if response.status_code != 200:
-            raise UpstreamError(
-                f"vector-tools answered {response.status_code} for {dataset}/{feature_id}"
-            )
+            raise UpstreamError(f"vector-tools answered {response.status_code} for {dataset}/{feature_id}")
         try:
             body = response.json()
         except ValueError as exc:

@@ -2,9 +2,7 @@
 
 from prometheus_client import Counter, Histogram
 
-TOOL_CALLS = Counter(
-    "raster_tool_calls_total", "MCP tool calls by tool and outcome", ["tool", "outcome"]
-)
+TOOL_CALLS = Counter("raster_tool_calls_total", "MCP tool calls by tool and outcome", ["tool", "outcome"])
 TOOL_DURATION = Histogram(
     "raster_tool_duration_seconds",
     "Time to answer an MCP tool call",

@@ -18,7 +18,7 @@ import shapely
 from affine import Affine
 from exactextract import exact_extract
 from exactextract.raster import RasterioRasterSource
-from pyproj import Geod, Transformer
+from pyproj import Transformer
 from rasterio.crs import CRS
 from rasterio.enums import Resampling
 from rasterio.features import geometry_mask
@@ -31,7 +31,6 @@ from shapely.geometry.base import BaseGeometry
 from stacgis_raster.errors import ArgumentError
 
 WGS84 = CRS.from_epsg(4326)
-GEOD = Geod(ellps="WGS84")
 PERCENTILES = (5, 25, 50, 75, 95)
 
 
@@ -46,10 +45,25 @@ def to_dataset_crs(geom: BaseGeometry, crs: CRS) -> BaseGeometry:
     return shapely.transform(dense, lambda xy: np.column_stack(transformer.transform(xy[:, 0], xy[:, 1])))
 
 
+AUTHALIC_RADIUS_KM = 6371.0072
+
+
+def spherical_area_km2(geom: BaseGeometry) -> float:
+    """Area of a lon/lat geometry on the authalic sphere.
+
+    Maps (lon, lat) to (lon in radians, sin lat), an equal-area projection, after
+    densifying edges; unlike geodesic polygon area it also works for a box
+    spanning the whole globe or touching a pole.
+    """
+    dense = shapely.segmentize(geom, 0.25)
+    projected = shapely.transform(
+        dense, lambda xy: np.column_stack([np.radians(xy[:, 0]), np.sin(np.radians(np.clip(xy[:, 1], -90, 90)))])
+    )
+    return float(projected.area) * AUTHALIC_RADIUS_KM**2
+
+
 def _area(geom: BaseGeometry, geographic: bool) -> float:
-    if geographic:
-        return abs(GEOD.geometry_area_perimeter(geom)[0])
-    return float(geom.area)
+    return spherical_area_km2(geom) if geographic else float(geom.area)
 
 
 def describe_resolution(ds: DatasetReader | WarpedVRT, factor: float) -> dict[str, Any]:
@@ -83,8 +97,9 @@ class ReadPlan:
     source_shape: tuple[int, int]
 
 
-def plan_read(ds: DatasetReader, geom_wgs84: BaseGeometry, *, target_pixels: int, max_pixels: int,
-              argument: str) -> ReadPlan:
+def plan_read(
+    ds: DatasetReader, geom_wgs84: BaseGeometry, *, target_pixels: int, max_pixels: int, argument: str
+) -> ReadPlan:
     """Pick the window and overview level for reading `geom_wgs84` from `ds`.
 
     The finest level whose pixel count stays under `target_pixels` is used; if
@@ -121,9 +136,20 @@ def plan_read(ds: DatasetReader, geom_wgs84: BaseGeometry, *, target_pixels: int
             f"over the limit of {max_pixels}; use a smaller area",
         )
     win_transform = ds.window_transform(window)
-    transform = win_transform * Affine.scale(window.width / width, window.height / height)
-    return ReadPlan(crs, geom, window, (height, width), transform, factor, min(1.0, inside_fraction),
-                    describe_resolution(ds, factor), geographic, ds.transform, (ds.height, ds.width))
+    transform = win_transform @ Affine.scale(window.width / width, window.height / height)
+    return ReadPlan(
+        crs,
+        geom,
+        window,
+        (height, width),
+        transform,
+        factor,
+        min(1.0, inside_fraction),
+        describe_resolution(ds, factor),
+        geographic,
+        ds.transform,
+        (ds.height, ds.width),
+    )
 
 
 def read_band(ds: DatasetReader, plan: ReadPlan, band: int) -> np.ma.MaskedArray:
@@ -133,24 +159,29 @@ def read_band(ds: DatasetReader, plan: ReadPlan, band: int) -> np.ma.MaskedArray
         and ds.transform.almost_equals(plan.source_transform)
         and (ds.height, ds.width) == plan.source_shape
     )
+    data: np.ma.MaskedArray
     if same_grid:
-        return ds.read(band, window=plan.window, out_shape=plan.out_shape, masked=True,
-                       resampling=Resampling.nearest)
+        data = ds.read(band, window=plan.window, out_shape=plan.out_shape, masked=True, resampling=Resampling.nearest)
+        return data
     height, width = plan.out_shape
-    with WarpedVRT(ds, crs=plan.crs, transform=plan.transform, width=width, height=height,
-                   resampling=Resampling.nearest) as vrt:
-        return vrt.read(band, masked=True)
+    with WarpedVRT(
+        ds, crs=plan.crs, transform=plan.transform, width=width, height=height, resampling=Resampling.nearest
+    ) as vrt:
+        data = vrt.read(band, masked=True)
+    return data
 
 
 def area_mask_and_weights(plan: ReadPlan) -> tuple[np.ndarray, np.ndarray]:
     """Pixels whose centre lies in the geometry, and each pixel's relative area."""
     height, width = plan.out_shape
-    inside = geometry_mask([mapping(plan.geometry)], out_shape=(height, width),
-                           transform=plan.transform, invert=True, all_touched=False)
+    inside = geometry_mask(
+        [mapping(plan.geometry)], out_shape=(height, width), transform=plan.transform, invert=True, all_touched=False
+    )
     if not inside.any():
         # An area smaller than one pixel still covers the pixels it touches.
-        inside = geometry_mask([mapping(plan.geometry)], out_shape=(height, width),
-                               transform=plan.transform, invert=True, all_touched=True)
+        inside = geometry_mask(
+            [mapping(plan.geometry)], out_shape=(height, width), transform=plan.transform, invert=True, all_touched=True
+        )
     if plan.geographic:
         rows = np.arange(height) + 0.5
         lats = plan.transform.f + rows * plan.transform.e
@@ -184,9 +215,13 @@ def exact_sample(ds: DatasetReader, band: int, geom: BaseGeometry) -> Sample:
     coverage_weight = "area_spherical_m2" if ds.crs is None or ds.crs.is_geographic else "area_cartesian"
     feature = [{"type": "Feature", "properties": {}, "geometry": mapping(geom)}]
     result = exact_extract(
-        RasterioRasterSource(ds, band), feature,
-        ["v=values", f"w=coverage(coverage_weight={coverage_weight})",
-         f"all=coverage(coverage_weight={coverage_weight},default_value=0)"],
+        RasterioRasterSource(ds, band),
+        feature,
+        [
+            "v=values",
+            f"w=coverage(coverage_weight={coverage_weight})",
+            f"all=coverage(coverage_weight={coverage_weight},default_value=0)",
+        ],
         output="geojson",
     )
     props = result[0]["properties"]
@@ -209,7 +244,7 @@ def weighted_percentiles(values: np.ndarray, weights: np.ndarray, qs: tuple[int,
 def _round(value: float, digits: int = 6) -> float:
     if value == 0 or not math.isfinite(value):
         return value
-    return round(value, max(0, digits - int(math.floor(math.log10(abs(value)))) - 1))
+    return round(value, max(0, digits - math.floor(math.log10(abs(value))) - 1))
 
 
 def summarize(sample: Sample, *, classes: dict[int, str] | None = None) -> dict[str, Any]:
@@ -217,32 +252,36 @@ def summarize(sample: Sample, *, classes: dict[int, str] | None = None) -> dict[
     valid_fraction = float(sample.weights.sum() / sample.total_weight) if sample.total_weight else 0.0
     if sample.values.size == 0 or sample.weights.sum() <= 0:
         return {"valid_pixels": 0, "valid_fraction": 0.0, "note": "no valid data in the area"}
-    out: dict[str, Any] = {"valid_pixels": int(sample.values.size),
-                           "valid_fraction": round(valid_fraction, 4)}
+    out: dict[str, Any] = {"valid_pixels": int(sample.values.size), "valid_fraction": round(valid_fraction, 4)}
     if classes is not None:
         codes = sample.values.astype("int64")
         total = sample.weights.sum()
-        shares = []
+        shares: list[dict[str, Any]] = []
         for code in np.unique(codes):
             share = float(sample.weights[codes == code].sum() / total)
-            shares.append({"value": int(code), "name": classes.get(int(code), "unnamed class"),
-                           "fraction": round(share, 4)})
+            shares.append(
+                {"value": int(code), "name": classes.get(int(code), "unnamed class"), "fraction": round(share, 4)}
+            )
         shares.sort(key=lambda s: -s["fraction"])
         out["classes"] = shares
         out["majority"] = shares[0]["name"]
         return out
     mean = float(np.average(sample.values, weights=sample.weights))
     variance = float(np.average((sample.values - mean) ** 2, weights=sample.weights))
-    out.update({
-        "min": _round(float(sample.values.min())),
-        "max": _round(float(sample.values.max())),
-        "mean": _round(mean),
-        "std": _round(math.sqrt(max(variance, 0.0))),
-        "percentiles": {
-            f"p{q}": _round(v) for q, v in zip(
-                PERCENTILES, weighted_percentiles(sample.values, sample.weights, PERCENTILES), strict=True)
-        },
-    })
+    out.update(
+        {
+            "min": _round(float(sample.values.min())),
+            "max": _round(float(sample.values.max())),
+            "mean": _round(mean),
+            "std": _round(math.sqrt(max(variance, 0.0))),
+            "percentiles": {
+                f"p{q}": _round(v)
+                for q, v in zip(
+                    PERCENTILES, weighted_percentiles(sample.values, sample.weights, PERCENTILES), strict=True
+                )
+            },
+        }
+    )
     return out
 
 

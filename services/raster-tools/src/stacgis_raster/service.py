@@ -69,8 +69,9 @@ def _classify(value: float | None, band: BandInfo) -> Any:
 
 
 class RasterService:
-    def __init__(self, settings: RasterSettings, source: CatalogSource, guard: AssetGuard,
-                 resolver: FeatureResolver) -> None:
+    def __init__(
+        self, settings: RasterSettings, source: CatalogSource, guard: AssetGuard, resolver: FeatureResolver
+    ) -> None:
         self.settings = settings
         self.source = source
         self.guard = guard
@@ -82,6 +83,7 @@ class RasterService:
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """Run blocking work in the bounded pool, inside the GDAL environment."""
+
         def call() -> T:
             with rasterio.Env(**self._gdal_env):
                 return fn(*args)
@@ -91,40 +93,55 @@ class RasterService:
     async def collection(self, collection_id: Any, argument: str = "collection_id") -> CollectionRecord:
         if not isinstance(collection_id, str) or not collection_id.strip():
             raise ArgumentError(argument, "expected a collection id string")
-        return await self.run(self.source.collection, collection_id.strip())
+        return await self.run(self.source.collection, collection_id.strip(), argument)
 
     async def collections(self) -> list[CollectionRecord]:
         return await self.run(self.source.collections)
 
-    async def items(self, record: CollectionRecord, interval: TimeInterval | None, bbox: BBox | None,
-                    limit: int, argument: str = "datetime") -> list[ItemRecord]:
+    async def items(
+        self,
+        record: CollectionRecord,
+        interval: TimeInterval | None,
+        bbox: BBox | None,
+        limit: int,
+        argument: str = "datetime",
+        area_argument: str = "bbox",
+    ) -> list[ItemRecord]:
         items = await self.run(self.source.items, record, interval, bbox, limit)
         if not items:
             if interval is not None and record.time_resolved:
                 raise ArgumentError(
                     argument,
-                    f"no data in '{record.id}' for {interval.text}; the collection covers "
-                    f"{record.temporal_label()}",
+                    f"no data in '{record.id}' for {interval.text}; the collection covers {record.temporal_label()}",
                 )
+            extent = [round(v, 6) for v in record.bbox] if record.bbox else None
             raise ArgumentError(
-                "bbox" if bbox else "collection_id",
-                f"no items of '{record.id}' intersect the requested area; its extent is {record.bbox}",
+                area_argument if bbox else "collection_id",
+                f"the requested area does not overlap '{record.id}', whose extent is {extent}",
             )
         return items
 
-    async def latest_or_matching(self, record: CollectionRecord, interval: TimeInterval | None,
-                                 bbox: BBox | None, limit: int) -> tuple[list[ItemRecord], str]:
+    async def latest_or_matching(
+        self,
+        record: CollectionRecord,
+        interval: TimeInterval | None,
+        bbox: BBox | None,
+        limit: int,
+        area_argument: str = "bbox",
+    ) -> tuple[list[ItemRecord], str]:
         """Items to read and a sentence saying which were chosen."""
         if not record.time_resolved:
-            items = await self.items(record, None, bbox, limit)
+            items = await self.items(record, None, bbox, limit, area_argument=area_argument)
             note = "collection is not time-resolved"
             if interval is not None:
                 note += f"; datetime '{interval.text}' does not apply to it"
             return items, note
         if interval is None:
-            items = await self.items(record, None, bbox, self.settings.max_timeseries_items)
+            items = await self.items(
+                record, None, bbox, self.settings.max_timeseries_items, area_argument=area_argument
+            )
             return [items[-1]], f"latest time step used ({items[-1].time_label()}); pass datetime to choose"
-        items = await self.items(record, interval, bbox, limit)
+        items = await self.items(record, interval, bbox, limit, area_argument=area_argument)
         return items, f"{len(items)} time step(s) match '{interval.text}'"
 
     def band(self, record: CollectionRecord, band: Any, argument: str = "band") -> BandInfo:
@@ -144,15 +161,13 @@ class RasterService:
         names = ", ".join(f"{b.index}={b.name}" for b in record.bands)
         raise ArgumentError(argument, f"'{band}' is not a band of '{record.id}'; bands are {names}")
 
-    async def area(self, bbox: Any, geometry: Any, *, token: Callable[[], str],
-                   bbox_allowed: bool = True) -> Area:
+    async def area(self, bbox: Any, geometry: Any, *, token: Callable[[], str], bbox_allowed: bool = True) -> Area:
         if bbox is not None and geometry is not None:
             raise ArgumentError("geometry", "give either bbox or geometry, not both")
         if geometry is not None:
             if is_feature_reference(geometry):
                 resolved = await self.resolver.geometry(geometry, "geometry", token())
-                geom = parse_geojson_geometry(resolved, "geometry",
-                                              max_vertices=self.settings.max_geometry_vertices)
+                geom = parse_geojson_geometry(resolved, "geometry", max_vertices=self.settings.max_geometry_vertices)
                 return Area(geom, "feature", "geometry", {"dataset": geometry["dataset"], "id": geometry["id"]})
             geom = parse_geojson_geometry(geometry, "geometry", max_vertices=self.settings.max_geometry_vertices)
             return Area(geom, "geometry", "geometry", geom.geom_type)
@@ -160,9 +175,10 @@ class RasterService:
             parsed = parse_bbox(bbox)
             return Area(box(*parsed), "bbox", "bbox", list(parsed))
         wanted = "bbox or geometry" if bbox_allowed else "geometry"
-        raise ArgumentError("geometry" if not bbox_allowed else "bbox",
-                            f"{wanted} is required (GeoJSON polygon or a feature reference "
-                            '{"dataset": ..., "id": ...})')
+        raise ArgumentError(
+            "geometry" if not bbox_allowed else "bbox",
+            f'{wanted} is required (GeoJSON polygon or a feature reference {{"dataset": ..., "id": ...}})',
+        )
 
     def href(self, item: ItemRecord) -> str:
         return self.guard.check(item.href)
@@ -216,14 +232,16 @@ class RasterService:
 
     # -- statistics --------------------------------------------------------------------
 
-    async def statistics(self, collection_id: Any, bbox: Any, geometry: Any, datetime: Any, band: Any,
-                         token: Callable[[], str]) -> dict[str, Any]:
+    async def statistics(
+        self, collection_id: Any, bbox: Any, geometry: Any, datetime: Any, band: Any, token: Callable[[], str]
+    ) -> dict[str, Any]:
         record = await self.collection(collection_id)
         info = self.band(record, band)
         interval = parse_interval(datetime)
         area = await self.area(bbox, geometry, token=token)
-        items, note = await self.latest_or_matching(record, interval, area.geometry.bounds,
-                                                    self.settings.max_change_items_per_period)
+        items, note = await self.latest_or_matching(
+            record, interval, area.geometry.bounds, self.settings.max_change_items_per_period, area.argument
+        )
         hrefs = [self.href(i) for i in items]
         stats, plan = await self.run(self._composite_stats, hrefs, area, info)
         result = {
@@ -231,7 +249,7 @@ class RasterService:
             "band": _band_json(info),
             "unit": info.unit,
             "area": self._area_json(area, plan),
-            "time": _time_json(items, note),
+            "time": _time_json(record, items, note),
             "resolution": plan.resolution,
             "weighting": _weighting(plan),
             "statistics": stats,
@@ -240,17 +258,26 @@ class RasterService:
             result["composite"] = f"per-pixel mean of {len(items)} time steps"
         return result
 
-    def _composite_stats(self, hrefs: Sequence[str], area: Area, info: BandInfo) -> tuple[dict[str, Any], rasterops.ReadPlan]:
+    def _composite_stats(
+        self, hrefs: Sequence[str], area: Area, info: BandInfo
+    ) -> tuple[dict[str, Any], rasterops.ReadPlan]:
         data, plan = self._read_composite(hrefs, area, info.index)
         inside, weights = rasterops.area_mask_and_weights(plan)
         sample = rasterops.sample_from_array(data, inside, weights)
         return rasterops.summarize(sample, classes=info.classes), plan
 
-    def _read_composite(self, hrefs: Sequence[str], area: Area, band: int) -> tuple[np.ma.MaskedArray, rasterops.ReadPlan]:
+    def _read_composite(
+        self, hrefs: Sequence[str], area: Area, band: int
+    ) -> tuple[np.ma.MaskedArray, rasterops.ReadPlan]:
         """Mean over time of `band` on the grid of the first item (one item: just that item)."""
         with rasterio.open(hrefs[0]) as first:
-            plan = rasterops.plan_read(first, area.geometry, target_pixels=self.settings.stats_target_pixels,
-                                       max_pixels=self.settings.max_pixels_per_read, argument=area.argument)
+            plan = rasterops.plan_read(
+                first,
+                area.geometry,
+                target_pixels=self.settings.stats_target_pixels,
+                max_pixels=self.settings.max_pixels_per_read,
+                argument=area.argument,
+            )
             if plan.factor > 1:
                 OVERVIEW_READS.inc()
             stack = [rasterops.read_band(first, plan, band)]
@@ -261,12 +288,12 @@ class RasterService:
             return stack[0], plan
         return np.ma.stack(stack).mean(axis=0), plan
 
-    def _area_json(self, area: Area, plan: rasterops.ReadPlan | None = None,
-                   inside_fraction: float | None = None) -> dict[str, Any]:
+    def _area_json(
+        self, area: Area, plan: rasterops.ReadPlan | None = None, inside_fraction: float | None = None
+    ) -> dict[str, Any]:
         fraction = plan.inside_fraction if plan is not None else inside_fraction
         out: dict[str, Any] = {"type": area.kind, area.kind if area.kind != "geometry" else "geometry_type": area.label}
-        geod_area = abs(rasterops.GEOD.geometry_area_perimeter(area.geometry)[0]) / 1e6
-        out["area_km2"] = round(geod_area, 3)
+        out["area_km2"] = rasterops._round(rasterops.spherical_area_km2(area.geometry), 6)
         if fraction is not None:
             out["fraction_inside_extent"] = round(fraction, 4)
             out["clipped"] = fraction < 0.9999
@@ -282,7 +309,9 @@ class RasterService:
         values = await self.run(self._point_values, [self.href(i) for i in items], x, y)
         results = []
         for item, value in zip(items, values, strict=True):
-            entry: dict[str, Any] = {"item": item.id, "time": item.time_label()}
+            entry: dict[str, Any] = {"item": item.id}
+            if record.time_resolved:
+                entry["time"] = item.time_label()
             if not value.inside:
                 entry["inside"] = False
             else:
@@ -319,7 +348,9 @@ class RasterService:
             raise ArgumentError("collection_ids", "expected a non-empty list of collection ids")
         limit = self.settings.max_point_collections
         if len(collection_ids) > limit:
-            raise ArgumentError("collection_ids", f"{len(collection_ids)} collections is more than the limit of {limit}")
+            raise ArgumentError(
+                "collection_ids", f"{len(collection_ids)} collections is more than the limit of {limit}"
+            )
         records = [await self.collection(c, "collection_ids") for c in dict.fromkeys(collection_ids)]
         results = []
         for record in records:
@@ -332,8 +363,9 @@ class RasterService:
             results.append(entry)
         return {"lon": x, "lat": y, "count": len(results), "results": results}
 
-    async def timeseries(self, collection_id: Any, lon: Any, lat: Any, start: Any, end: Any,
-                         band: Any) -> dict[str, Any]:
+    async def timeseries(
+        self, collection_id: Any, lon: Any, lat: Any, start: Any, end: Any, band: Any
+    ) -> dict[str, Any]:
         x, y = check_lon_lat(lon, lat)
         record = await self.collection(collection_id)
         info = self.band(record, band)
@@ -347,8 +379,9 @@ class RasterService:
         last = parse_interval(end, "end")
         interval = None
         if first or last:
-            interval = TimeInterval(first.start if first else None, last.end if last else None,
-                                    f"{start or '..'}/{end or '..'}")
+            interval = TimeInterval(
+                first.start if first else None, last.end if last else None, f"{start or '..'}/{end or '..'}"
+            )
             if interval.start and interval.end and interval.start > interval.end:
                 raise ArgumentError("end", f"end ({end}) is before start ({start})")
         limit = self.settings.max_timeseries_items
@@ -358,12 +391,15 @@ class RasterService:
         values = await self.run(self._point_values, [self.href(i) for i in items], x, y)
         if not any(v.inside for v in values):
             raise ArgumentError("lon", f"the point ({x}, {y}) is outside '{record.id}' extent {record.bbox}")
-        points = [
-            {"time": _iso(i.start), "end": _iso(i.end) if i.end != i.start else None,
-             "value": v.values[info.index - 1] if v.inside else None}
+        points: list[dict[str, Any]] = [
+            {
+                "time": _iso(i.start),
+                "end": _iso(i.end) if i.end != i.start else None,
+                "value": v.values[info.index - 1] if v.inside else None,
+            }
             for i, v in zip(items, values, strict=True)
         ]
-        valid = [p["value"] for p in points if p["value"] is not None]
+        valid = [float(p["value"]) for p in points if p["value"] is not None]
         out: dict[str, Any] = {
             "collection_id": record.id,
             "band": _band_json(info),
@@ -375,21 +411,21 @@ class RasterService:
             "points": [{k: v for k, v in p.items() if v is not None or k == "value"} for p in points],
         }
         if valid:
-            out["summary"] = {"min": min(valid), "max": max(valid),
-                              "mean": rasterops._round(float(np.mean(valid)))}
+            out["summary"] = {"min": min(valid), "max": max(valid), "mean": rasterops._round(float(np.mean(valid)))}
         else:
             out["note"] = "no data at this point in any time step"
         return out
 
     # -- zonal statistics and change -------------------------------------------------
 
-    async def zonal(self, collection_id: Any, geometry: Any, datetime: Any, band: Any,
-                    token: Callable[[], str]) -> dict[str, Any]:
+    async def zonal(
+        self, collection_id: Any, geometry: Any, datetime: Any, band: Any, token: Callable[[], str]
+    ) -> dict[str, Any]:
         record = await self.collection(collection_id)
         info = self.band(record, band)
         interval = parse_interval(datetime)
         area = await self.area(None, geometry, token=token, bbox_allowed=False)
-        items, note = await self.latest_or_matching(record, interval, area.geometry.bounds, 24)
+        items, note = await self.latest_or_matching(record, interval, area.geometry.bounds, 24, area.argument)
         per_item = await self.run(self._zonal_items, [self.href(i) for i in items], area, info)
         first_stats, resolution, inside_fraction = per_item[0]
         result: dict[str, Any] = {
@@ -397,7 +433,7 @@ class RasterService:
             "band": _band_json(info),
             "unit": info.unit,
             "area": self._area_json(area, inside_fraction=inside_fraction),
-            "time": _time_json(items, note),
+            "time": _time_json(record, items, note),
             "resolution": resolution,
             "method": "exact cell coverage fractions (exactextract) weighted by cell area",
         }
@@ -405,23 +441,34 @@ class RasterService:
             result["statistics"] = first_stats
         else:
             result["per_time_step"] = [
-                {"time": i.time_label(), **{k: s.get(k) for k in ("mean", "min", "max", "valid_fraction", "majority")
-                                            if k in s}}
+                {
+                    "time": i.time_label(),
+                    **{k: s.get(k) for k in ("mean", "min", "max", "valid_fraction", "majority") if k in s},
+                }
                 for i, (s, _r, _f) in zip(items, per_item, strict=True)
             ]
-            means = [s["mean"] for s, _r, _f in per_item if "mean" in s]
+            means = [float(s["mean"]) for s, _r, _f in per_item if "mean" in s]
             if means:
-                result["summary"] = {"mean_of_means": rasterops._round(float(np.mean(means))),
-                                     "min": min(s["min"] for s, _r, _f in per_item if "min" in s),
-                                     "max": max(s["max"] for s, _r, _f in per_item if "max" in s)}
+                result["summary"] = {
+                    "mean_of_means": rasterops._round(float(np.mean(means))),
+                    "min": min(s["min"] for s, _r, _f in per_item if "min" in s),
+                    "max": max(s["max"] for s, _r, _f in per_item if "max" in s),
+                }
         return result
 
-    def _zonal_items(self, hrefs: Sequence[str], area: Area, info: BandInfo) -> list[tuple[dict[str, Any], dict[str, Any], float]]:
+    def _zonal_items(
+        self, hrefs: Sequence[str], area: Area, info: BandInfo
+    ) -> list[tuple[dict[str, Any], dict[str, Any], float]]:
         out = []
         for href in hrefs:
             with rasterio.open(href) as ds:
-                plan = rasterops.plan_read(ds, area.geometry, target_pixels=self.settings.zonal_max_cells,
-                                           max_pixels=self.settings.max_pixels_per_read, argument=area.argument)
+                plan = rasterops.plan_read(
+                    ds,
+                    area.geometry,
+                    target_pixels=self.settings.zonal_max_cells,
+                    max_pixels=self.settings.max_pixels_per_read,
+                    argument=area.argument,
+                )
                 level = None if plan.factor == 1 else sorted(ds.overviews(info.index)).index(plan.factor)
             if level is not None:
                 OVERVIEW_READS.inc()
@@ -431,8 +478,17 @@ class RasterService:
             out.append((rasterops.summarize(sample, classes=info.classes), plan.resolution, plan.inside_fraction))
         return out
 
-    async def change(self, collection_id: Any, geometry: Any, bbox: Any, period_a: Any, period_b: Any,
-                     band: Any, threshold: Any, token: Callable[[], str]) -> dict[str, Any]:
+    async def change(
+        self,
+        collection_id: Any,
+        geometry: Any,
+        bbox: Any,
+        period_a: Any,
+        period_b: Any,
+        band: Any,
+        threshold: Any,
+        token: Callable[[], str],
+    ) -> dict[str, Any]:
         record = await self.collection(collection_id)
         info = self.band(record, band)
         if not record.time_resolved:
@@ -444,7 +500,12 @@ class RasterService:
             )
         if threshold is None:
             threshold = 0.0
-        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not math.isfinite(threshold) or threshold < 0:
+        if (
+            isinstance(threshold, bool)
+            or not isinstance(threshold, (int, float))
+            or not math.isfinite(threshold)
+            or threshold < 0
+        ):
             raise ArgumentError("threshold", "expected a finite number >= 0 (in the band's unit)")
         a = parse_interval(period_a, "period_a")
         b = parse_interval(period_b, "period_b")
@@ -454,10 +515,16 @@ class RasterService:
             raise ArgumentError("period_b", "required, e.g. '1999-07' or '1999-07/1999-09'")
         area = await self.area(bbox, geometry, token=token)
         limit = self.settings.max_change_items_per_period
-        items_a = await self.items(record, a, area.geometry.bounds, limit, "period_a")
-        items_b = await self.items(record, b, area.geometry.bounds, limit, "period_b")
-        stats = await self.run(self._change_stats, [self.href(i) for i in items_a],
-                               [self.href(i) for i in items_b], area, info, float(threshold))
+        items_a = await self.items(record, a, area.geometry.bounds, limit, "period_a", area.argument)
+        items_b = await self.items(record, b, area.geometry.bounds, limit, "period_b", area.argument)
+        stats = await self.run(
+            self._change_stats,
+            [self.href(i) for i in items_a],
+            [self.href(i) for i in items_b],
+            area,
+            info,
+            float(threshold),
+        )
         plan = stats.pop("_plan")
         return {
             "collection_id": record.id,
@@ -472,8 +539,9 @@ class RasterService:
             **stats,
         }
 
-    def _change_stats(self, hrefs_a: Sequence[str], hrefs_b: Sequence[str], area: Area, info: BandInfo,
-                      threshold: float) -> dict[str, Any]:
+    def _change_stats(
+        self, hrefs_a: Sequence[str], hrefs_b: Sequence[str], area: Area, info: BandInfo, threshold: float
+    ) -> dict[str, Any]:
         data_a, plan = self._read_composite(hrefs_a, area, info.index)
         stack_b = []
         for href in hrefs_b:
@@ -482,10 +550,12 @@ class RasterService:
         data_b = stack_b[0] if len(stack_b) == 1 else np.ma.stack(stack_b).mean(axis=0)
         inside, weights = rasterops.area_mask_and_weights(plan)
         out: dict[str, Any] = {
-            "statistics_a": rasterops.summarize(rasterops.sample_from_array(data_a, inside, weights),
-                                                classes=info.classes),
-            "statistics_b": rasterops.summarize(rasterops.sample_from_array(data_b, inside, weights),
-                                                classes=info.classes),
+            "statistics_a": rasterops.summarize(
+                rasterops.sample_from_array(data_a, inside, weights), classes=info.classes
+            ),
+            "statistics_b": rasterops.summarize(
+                rasterops.sample_from_array(data_b, inside, weights), classes=info.classes
+            ),
             "_plan": plan,
         }
         both = inside & ~np.ma.getmaskarray(data_a) & ~np.ma.getmaskarray(data_b)
@@ -509,14 +579,19 @@ class RasterService:
         change["unchanged_fraction"] = round(float(w[np.abs(diff) <= threshold].sum() / total), 4)
         mean_a = float(np.average(va, weights=w))
         if mean_a != 0:
-            change["mean_change_percent"] = rasterops._round(100 * (float(np.average(vb, weights=w)) - mean_a) / abs(mean_a), 4)
+            change["mean_change_percent"] = rasterops._round(
+                100 * (float(np.average(vb, weights=w)) - mean_a) / abs(mean_a), 4
+            )
         change["compared_fraction"] = round(total / float(np.asarray(weights)[inside].sum()), 4)
         out["change"] = change
         return out
 
 
-def _time_json(items: Sequence[ItemRecord], note: str) -> dict[str, Any]:
+def _time_json(record: CollectionRecord, items: Sequence[ItemRecord], note: str) -> dict[str, Any]:
     out: dict[str, Any] = {"note": note}
+    if not record.time_resolved:
+        # Item dates of undated collections are file timestamps, not acquisition times.
+        return out
     labels = [i.time_label() for i in items]
     out["time_steps"] = labels if len(labels) <= 12 else [*labels[:6], "...", *labels[-6:]]
     out["items"] = len(items)
@@ -553,4 +628,3 @@ def _relevance(record: CollectionRecord, query: str, words: set[str]) -> float:
         elif any(difflib.SequenceMatcher(None, word, k).ratio() > 0.85 for k in title_words | keyword_words):
             score += 0.75
     return score
-

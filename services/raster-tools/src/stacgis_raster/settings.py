@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import SettingsConfigDict
+
 from stacgis_common.settings import ServiceSettings
 
 # GDAL options for reading COGs: no directory listings, merged range requests,
@@ -37,11 +38,11 @@ class RasterSettings(ServiceSettings):
     stac_timeout_seconds: float = Field(default=15.0, gt=0)
     # Asset reads: hosts ("example.com", "*.example.com") and local directories; the
     # location of stac_url itself is always allowed.
-    allowed_remote_hosts: list[str] = []
-    allowed_local_roots: list[str] = []
+    allowed_remote_hosts: list[str] = Field(default_factory=list)
+    allowed_local_roots: list[str] = Field(default_factory=list)
     # Bounded pool for blocking raster I/O, so the event loop keeps serving.
     io_workers: int = Field(default=4, ge=1, le=64)
-    gdal_config: dict[str, str] = {}
+    gdal_config: dict[str, str] = Field(default_factory=dict)
     # Statistics read at most about this many pixels, choosing an overview when larger.
     stats_target_pixels: int = Field(default=2_000_000, ge=10_000)
     # Hard cap on pixels in any single read (requests above it are refused).

@@ -19,6 +19,7 @@ import rasterio
 from rio_tiler.colormap import cmap
 from rio_tiler.errors import RioTilerError, TileOutsideBounds
 from rio_tiler.io import Reader
+from rio_tiler.types import ColorMapType
 from rio_tiler.utils import render
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -38,15 +39,14 @@ PASSTHROUGH_PARAMS = ("datetime", "bidx", "rescale", "colormap_name", "colormap"
 
 
 def transparent_png(size: int) -> bytes:
-    return render(np.zeros((1, size, size), dtype="uint8"), np.zeros((size, size), dtype="uint8"),
-                  img_format="PNG")
+    return render(np.zeros((1, size, size), dtype="uint8"), np.zeros((size, size), dtype="uint8"), img_format="PNG")
 
 
 @dataclass(frozen=True)
 class RenderOptions:
     bidx: list[int]
     rescale: list[tuple[float, float]] | None
-    colormap: dict[int, tuple[int, int, int, int]] | None
+    colormap: ColorMapType | None
     resampling: str
 
 
@@ -93,7 +93,7 @@ def render_options(record: CollectionRecord, params: Any) -> RenderOptions:
             raise ArgumentError("rescale", f"give one range for all bands or one per band ({len(bidx)})")
         rescale = rescale * len(bidx)
 
-    colormap: dict[int, tuple[int, int, int, int]] | None = None
+    colormap: ColorMapType | None = None
     name = params.get("colormap_name") or (defaults.get("colormap_name") if "colormap" not in params else None)
     if params.get("colormap"):
         colormap = _parse_colormap(params["colormap"])
@@ -133,17 +133,15 @@ def _parse_colormap(text: str) -> dict[int, tuple[int, int, int, int]]:
         raise ArgumentError("colormap", 'expected JSON like {"1": [255, 0, 0, 255]}') from exc
     if any(len(c) not in (3, 4) or any(not 0 <= v <= 255 for v in c) for c in colormap.values()):
         raise ArgumentError("colormap", "each colour is 3 or 4 integers 0..255")
-    return {k: (c + (255,)) if len(c) == 3 else c for k, c in colormap.items()}  # type: ignore[misc]
+    return {k: (*c, 255) if len(c) == 3 else c for k, c in colormap.items()}  # type: ignore[misc]
 
 
-def render_tile(href: str, z: int, x: int, y: int, options: RenderOptions, tilesize: int,
-                empty: bytes) -> bytes:
+def render_tile(href: str, z: int, x: int, y: int, options: RenderOptions, tilesize: int, empty: bytes) -> bytes:
     with Reader(href) as reader:
         if not reader.tile_exists(x, y, z):
             return empty
         try:
-            image = reader.tile(x, y, z, tilesize=tilesize, indexes=options.bidx,
-                                resampling_method=options.resampling)
+            image = reader.tile(x, y, z, tilesize=tilesize, indexes=options.bidx, resampling_method=options.resampling)
         except TileOutsideBounds:
             return empty
     if not image.mask.any():
@@ -154,14 +152,17 @@ def render_tile(href: str, z: int, x: int, y: int, options: RenderOptions, tiles
         image.rescale(in_range=[(float(image.array.min()), float(image.array.max()) or 1.0)])
     elif image.array.dtype != np.uint8 and options.colormap:
         image.array = image.array.astype("uint8")
-    return image.render(img_format="PNG", colormap=options.colormap)
+    return bytes(image.render(img_format="PNG", colormap=options.colormap))
 
 
 def tile_bounds(href: str) -> dict[str, Any]:
     with Reader(href) as reader:
         # minzoom 0: every collection has overviews, and a small raster must still show when zoomed out.
-        return {"minzoom": 0, "maxzoom": max(reader.maxzoom, 0),
-                "bounds": [round(v, 6) for v in reader.get_geographic_bounds(reader.tms.rasterio_geographic_crs)]}
+        return {
+            "minzoom": 0,
+            "maxzoom": max(reader.maxzoom, 0),
+            "bounds": [round(v, 6) for v in reader.get_geographic_bounds(reader.tms.rasterio_geographic_crs)],
+        }
 
 
 def _error(exc: Exception) -> JSONResponse:
@@ -201,7 +202,7 @@ def tile_routes(service: RasterService) -> list[Route]:
             if png is empty:
                 outcome = "empty"
             return Response(png, media_type="image/png", headers={"Cache-Control": cache_header})
-        except Exception as exc:  # noqa: BLE001 - every failure becomes a JSON error, never a 500
+        except Exception as exc:
             outcome = "error"
             return _error(exc)
         finally:
@@ -214,7 +215,7 @@ def tile_routes(service: RasterService) -> list[Route]:
             render_options(record, request.query_params)  # reject bad parameters here already
             href = await pick_item(record, request.query_params)
             zooms = await service.run(tile_bounds, href)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             return _error(exc)
         base = (settings.public_base_url or str(request.base_url)).rstrip("/")
         query = urlencode([(k, v) for k, v in request.query_params.multi_items() if k in PASSTHROUGH_PARAMS])

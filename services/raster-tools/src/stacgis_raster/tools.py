@@ -16,8 +16,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 from rasterio.errors import RasterioError
-from stacgis_common.auth import current_identity, mint_for
 
+from stacgis_common.auth import current_identity, mint_for
 from stacgis_raster.metrics import TOOL_CALLS, TOOL_DURATION
 from stacgis_raster.service import RasterService
 from stacgis_raster.settings import RasterSettings
@@ -25,8 +25,7 @@ from stacgis_raster.settings import RasterSettings
 log = logging.getLogger(__name__)
 
 # Every tool only reads, so the orchestrator may retry any of them.
-READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
-                            open_world_hint=False)
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 CollectionId = Annotated[str, Field(description="Collection id, e.g. 'luxembourg-dem' (see list_raster_collections)")]
 Lon = Annotated[float, Field(description="Longitude in degrees east, WGS 84 (-180..180)")]
@@ -37,10 +36,12 @@ BBoxArg = Annotated[
 ]
 GeometryArg = Annotated[
     dict[str, Any] | str | None,
-    Field(description=(
-        "GeoJSON Polygon/MultiPolygon (or Feature) in WGS 84, or a vector feature reference "
-        '{"dataset": "<vector dataset>", "id": "<feature id>"}'
-    )),
+    Field(
+        description=(
+            "GeoJSON Polygon/MultiPolygon (or Feature) in WGS 84, or a vector feature reference "
+            '{"dataset": "<vector dataset>", "id": "<feature id>"}'
+        )
+    ),
 ]
 DatetimeArg = Annotated[
     str | None,
@@ -100,30 +101,46 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
             TOOL_CALLS.labels(tool, outcome).inc()
             TOOL_DURATION.labels(tool).observe(time.perf_counter() - started)
 
-    @server.tool(annotations=READ_ONLY, description=(
-        "List the raster collections (id, title, extent, time range, units). Optional filters: "
-        "bbox [west, south, east, north] and datetime (ISO date or interval)."))
+    @server.tool(
+        annotations=READ_ONLY,
+        description=(
+            "List the raster collections (id, title, extent, time range, units). Optional filters: "
+            "bbox [west, south, east, north] and datetime (ISO date or interval)."
+        ),
+    )
     async def list_raster_collections(bbox: BBoxArg = None, datetime: DatetimeArg = None) -> CallToolResult:
         return await call("list_raster_collections", service.list_collections(bbox, datetime))
 
-    @server.tool(annotations=READ_ONLY, description=(
-        "Find raster collections by keywords, e.g. 'elevation Luxembourg', 'land cover', 'rainfall 1999'."))
+    @server.tool(
+        annotations=READ_ONLY,
+        description=(
+            "Find raster collections by keywords, e.g. 'elevation Luxembourg', 'land cover', 'rainfall 1999'."
+        ),
+    )
     async def search_raster_collections(
         query: Annotated[str, Field(description="Keywords describing the data wanted")],
     ) -> CallToolResult:
         return await call("search_raster_collections", service.search_collections(query))
 
-    @server.tool(annotations=READ_ONLY, description=(
-        "Details of one collection: description, bands with units and class names, CRS, "
-        "resolution, time steps, licence and provenance, tile URL."))
+    @server.tool(
+        annotations=READ_ONLY,
+        description=(
+            "Details of one collection: description, bands with units and class names, CRS, "
+            "resolution, time steps, licence and provenance, tile URL."
+        ),
+    )
     async def get_raster_info(collection_id: CollectionId) -> CallToolResult:
         return await call("get_raster_info", service.info(collection_id))
 
-    @server.tool(annotations=READ_ONLY, description=(
-        "Statistics of a band over a bbox or polygon: min, max, mean, std, percentiles and "
-        "valid-pixel fraction (class shares for land cover). Area-weighted on geographic grids; "
-        "large areas are read from overviews and the resolution used is reported. With a datetime "
-        "interval covering several time steps, statistics are of their per-pixel mean."))
+    @server.tool(
+        annotations=READ_ONLY,
+        description=(
+            "Statistics of a band over a bbox or polygon: min, max, mean, std, percentiles and "
+            "valid-pixel fraction (class shares for land cover). Area-weighted on geographic grids; "
+            "large areas are read from overviews and the resolution used is reported. With a datetime "
+            "interval covering several time steps, statistics are of their per-pixel mean."
+        ),
+    )
     async def get_raster_statistics(
         collection_id: CollectionId,
         bbox: BBoxArg = None,
@@ -131,18 +148,26 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
         datetime: DatetimeArg = None,
         band: BandArg = None,
     ) -> CallToolResult:
-        return await call("get_raster_statistics",
-                          service.statistics(collection_id, bbox, geometry, datetime, band, token))
+        return await call(
+            "get_raster_statistics", service.statistics(collection_id, bbox, geometry, datetime, band, token)
+        )
 
-    @server.tool(annotations=READ_ONLY, description=(
-        "Value of every band of a collection at a point (class name for land cover). For time "
-        "series, the latest time step unless datetime is given."))
-    async def query_raster_point(collection_id: CollectionId, lon: Lon, lat: Lat,
-                                 datetime: DatetimeArg = None) -> CallToolResult:
+    @server.tool(
+        annotations=READ_ONLY,
+        description=(
+            "Value of every band of a collection at a point (class name for land cover). For time "
+            "series, the latest time step unless datetime is given."
+        ),
+    )
+    async def query_raster_point(
+        collection_id: CollectionId, lon: Lon, lat: Lat, datetime: DatetimeArg = None
+    ) -> CallToolResult:
         return await call("query_raster_point", service.point(collection_id, lon, lat, datetime))
 
-    @server.tool(annotations=READ_ONLY, description=(
-        "Values of several collections at one point, e.g. elevation and land cover together."))
+    @server.tool(
+        annotations=READ_ONLY,
+        description=("Values of several collections at one point, e.g. elevation and land cover together."),
+    )
     async def query_multiple_rasters_point(
         collection_ids: Annotated[list[str], Field(description="Collection ids to query")],
         lon: Lon,
@@ -150,9 +175,13 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
     ) -> CallToolResult:
         return await call("query_multiple_rasters_point", service.multi_point(collection_ids, lon, lat))
 
-    @server.tool(annotations=READ_ONLY, description=(
-        "Time series of a time-resolved collection at a point, one value per time step, "
-        "optionally limited to start/end (ISO dates)."))
+    @server.tool(
+        annotations=READ_ONLY,
+        description=(
+            "Time series of a time-resolved collection at a point, one value per time step, "
+            "optionally limited to start/end (ISO dates)."
+        ),
+    )
     async def get_timeseries(
         collection_id: CollectionId,
         lon: Lon,
@@ -163,9 +192,13 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
     ) -> CallToolResult:
         return await call("get_timeseries", service.timeseries(collection_id, lon, lat, start, end, band))
 
-    @server.tool(annotations=READ_ONLY, description=(
-        "Exact area-weighted statistics of a band inside a polygon or multipolygon, using the "
-        "fraction of each cell covered; land-cover collections give class fractions with names."))
+    @server.tool(
+        annotations=READ_ONLY,
+        description=(
+            "Exact area-weighted statistics of a band inside a polygon or multipolygon, using the "
+            "fraction of each cell covered; land-cover collections give class fractions with names."
+        ),
+    )
     async def compute_zonal_stats(
         collection_id: CollectionId,
         geometry: GeometryArg,
@@ -174,10 +207,14 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
     ) -> CallToolResult:
         return await call("compute_zonal_stats", service.zonal(collection_id, geometry, datetime, band, token))
 
-    @server.tool(annotations=READ_ONLY, description=(
-        "Compare two periods of a time-resolved collection over a polygon or bbox: statistics of "
-        "each period, of the difference (b - a), and the share of area that rose or fell by more "
-        "than threshold (in the band's unit, default 0)."))
+    @server.tool(
+        annotations=READ_ONLY,
+        description=(
+            "Compare two periods of a time-resolved collection over a polygon or bbox: statistics of "
+            "each period, of the difference (b - a), and the share of area that rose or fell by more "
+            "than threshold (in the band's unit, default 0)."
+        ),
+    )
     async def detect_change(
         collection_id: CollectionId,
         period_a: Annotated[str, Field(description="First period, e.g. '1999-01' or '1999-01/1999-03'")],
@@ -187,11 +224,16 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
         band: BandArg = None,
         threshold: Annotated[float | None, Field(description="Change smaller than this counts as unchanged")] = None,
     ) -> CallToolResult:
-        return await call("detect_change", service.change(collection_id, geometry, bbox, period_a, period_b,
-                                                          band, threshold, token))
+        return await call(
+            "detect_change", service.change(collection_id, geometry, bbox, period_a, period_b, band, threshold, token)
+        )
 
-    @server.resource("collections://list", name="raster_collections", mime_type="application/json",
-                     description="Every raster collection with id, title, extent, time range and units")
+    @server.resource(
+        "collections://list",
+        name="raster_collections",
+        mime_type="application/json",
+        description="Every raster collection with id, title, extent, time range and units",
+    )
     async def collections_resource() -> str:
         listing = await service.list_collections()
         return json.dumps(_plain(listing), separators=(",", ":"))

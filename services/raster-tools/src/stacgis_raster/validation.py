@@ -74,7 +74,7 @@ def parse_bbox(value: Any, argument: str = "bbox") -> BBox:
 
 
 def is_feature_reference(value: Any) -> bool:
-    return isinstance(value, dict) and FEATURE_REFERENCE_KEYS <= set(value) and "type" not in value
+    return isinstance(value, dict) and set(value) >= FEATURE_REFERENCE_KEYS and "type" not in value
 
 
 def parse_geojson_geometry(
@@ -102,8 +102,7 @@ def parse_geojson_geometry(
         features = value.get("features") or []
         if not features:
             raise ArgumentError(argument, "the FeatureCollection is empty")
-        parts = [parse_geojson_geometry(f, argument, polygonal=polygonal, max_vertices=max_vertices)
-                 for f in features]
+        parts = [parse_geojson_geometry(f, argument, polygonal=polygonal, max_vertices=max_vertices) for f in features]
         return shapely.union_all(parts)
     try:
         geom = shape(value)
@@ -122,9 +121,7 @@ def parse_geojson_geometry(
     if (abs(coords[:, 0]) > 180).any() or (abs(coords[:, 1]) > 90).any():
         raise ArgumentError(argument, "coordinates must be [longitude, latitude] within -180..180, -90..90")
     if not geom.is_valid:
-        raise ArgumentError(
-            argument, f"invalid geometry ({explain_validity(geom)}); rings must not self-intersect"
-        )
+        raise ArgumentError(argument, f"invalid geometry ({explain_validity(geom)}); rings must not self-intersect")
     if polygonal and geom.area == 0:
         raise ArgumentError(argument, "the polygon has zero area")
     return geom
@@ -141,9 +138,7 @@ class TimeInterval:
     def overlaps(self, start: dt.datetime | None, end: dt.datetime | None) -> bool:
         if self.start is not None and end is not None and end < self.start:
             return False
-        if self.end is not None and start is not None and start > self.end:
-            return False
-        return True
+        return not (self.end is not None and start is not None and start > self.end)
 
 
 _PARTIAL = re.compile(r"^(\d{4})(?:-(\d{2}))?(?:-(\d{2}))?$")

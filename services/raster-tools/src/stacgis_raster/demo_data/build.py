@@ -46,8 +46,12 @@ def build(cache_dir: Path, stac_dir: Path, *, offline: bool = False) -> dict[str
             started = time.monotonic()
             raster = item.load()
             write_cog(
-                raster.data, item.cog, transform=raster.transform, crs=raster.crs,
-                nodata=raster.nodata, band_descriptions=[b.name for b in spec.bands],
+                raster.data,
+                item.cog,
+                transform=raster.transform,
+                crs=raster.crs,
+                nodata=raster.nodata,
+                band_descriptions=[b.name for b in spec.bands],
                 overview_resampling=spec.overview_resampling,
             )
             del raster

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 import rasterio
@@ -50,7 +51,7 @@ def write_cog(
         "transform": transform,
         "nodata": nodata,
     }
-    out_profile = cog_profiles.get("deflate")
+    out_profile = cog_profiles.get("deflate")  # type: ignore[no-untyped-call]
     out_profile.update(blockxsize=blocksize, blockysize=blocksize)
     if np.issubdtype(data.dtype, np.floating):
         out_profile["predictor"] = 3
@@ -67,7 +68,7 @@ def write_cog(
                 src,
                 str(partial),
                 out_profile,
-                overview_resampling=overview_resampling,
+                overview_resampling=cast(Any, overview_resampling),
                 in_memory=width * height < _IN_MEMORY_LIMIT,
                 quiet=True,
                 config={"GDAL_NUM_THREADS": "ALL_CPUS", "GDAL_TIFF_OVR_BLOCKSIZE": str(blocksize)},
@@ -87,6 +88,6 @@ def is_complete_cog(path: Path) -> bool:
         return False
     try:
         with rasterio.open(path) as ds:
-            return ds.count > 0
+            return bool(ds.count > 0)
     except rasterio.errors.RasterioIOError:
         return False

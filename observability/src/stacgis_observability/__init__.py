@@ -1,0 +1,1 @@
+"""stacgis dashboards and alert rules as code (grafana-foundation-sdk, plain Prometheus rule groups)."""

@@ -1,0 +1,1 @@
+"""stacgis agent-orchestrator: the ReAct agent as a stateless service."""

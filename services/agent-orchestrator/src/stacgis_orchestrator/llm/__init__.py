@@ -1,0 +1,1 @@
+"""Chat model providers (Ollama native, OpenAI-compatible) and what they stream."""

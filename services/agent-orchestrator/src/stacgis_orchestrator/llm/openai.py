@@ -1,0 +1,179 @@
+"""OpenAI-compatible chat completions (`/v1/chat/completions`), streamed, tool-call deltas assembled."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from .errors import model_http_error, transport_error
+from .types import Message, ModelError, ModelTurn, StreamEvent, TextDelta, ThinkingDelta, ToolCall, ToolSpec, new_call_id
+
+
+def format_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        item: dict[str, Any] = {"role": message.role, "content": message.content}
+        if message.role == "assistant" and message.tool_calls:
+            item["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": json.dumps(call.arguments, ensure_ascii=False)},
+                }
+                for call in message.tool_calls
+            ]
+            item["content"] = message.content or None
+        if message.role == "tool":
+            item["tool_call_id"] = message.tool_call_id or ""
+        out.append(item)
+    return out
+
+
+def format_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
+    def clean(schema: dict[str, Any]) -> dict[str, Any]:
+        return {key: value for key, value in schema.items() if key != "x_requires_approval"}
+
+    return [
+        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": clean(t.parameters)}}
+        for t in tools
+    ]
+
+
+@dataclass
+class _PartialCall:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+    def finish(self) -> ToolCall:
+        text = "".join(self.arguments)
+        try:
+            arguments = json.loads(text) if text.strip() else {}
+            error = None if isinstance(arguments, dict) else f"arguments must be a JSON object, got {text[:200]!r}"
+        except ValueError:
+            arguments, error = {}, f"arguments are not valid JSON: {text[:200]!r}"
+        return ToolCall(
+            id=self.id or new_call_id(),
+            name=self.name,
+            arguments=arguments if isinstance(arguments, dict) else {},
+            arguments_error=error,
+        )
+
+
+class OpenAIProvider:
+    provider_name = "openai"
+
+    def __init__(
+        self,
+        base_url: str,
+        timeout_seconds: float,
+        api_key: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+    ) -> None:
+        base = base_url.rstrip("/")
+        self.base_url = base
+        self.path = "/chat/completions" if base.endswith("/v1") else "/v1/chat/completions"
+        self.timeout_seconds = timeout_seconds
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        timeout = httpx.Timeout(timeout_seconds, connect=min(10.0, timeout_seconds))
+        self._client = httpx.AsyncClient(base_url=base, timeout=timeout, headers=headers)
+
+    async def stream(
+        self, messages: list[Message], tools: list[ToolSpec], model: str, think: bool | None
+    ) -> AsyncIterator[StreamEvent]:
+        body: dict[str, Any] = {
+            "model": model,
+            "messages": format_messages(messages),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if tools:
+            body["tools"] = format_tools(tools)
+            body["tool_choice"] = "auto"
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
+        if self.max_tokens is not None:
+            body["max_tokens"] = self.max_tokens
+        content: list[str] = []
+        thinking: list[str] = []
+        partial: dict[int, _PartialCall] = {}
+        usage: dict[str, Any] = {}
+        finish = "stop"
+        try:
+            async with self._client.stream("POST", self.path, json=body) as response:
+                if response.status_code >= 400:
+                    await response.aread()
+                    raise model_http_error(response.status_code, _error_text(response), model, self.base_url)
+                async for line in response.aiter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    data = line[5:].strip()
+                    if data == "[DONE]":
+                        break
+                    try:
+                        chunk = json.loads(data)
+                    except ValueError:
+                        raise ModelError("model_error", f"the model server sent an event that is not JSON: {data[:200]!r}") from None
+                    if "error" in chunk:
+                        error = chunk["error"]
+                        text = error.get("message") if isinstance(error, dict) else error
+                        raise ModelError("model_error", f"the model failed while answering: {text}")
+                    if isinstance(chunk.get("usage"), dict):
+                        usage = chunk["usage"]
+                    for choice in chunk.get("choices") or []:
+                        delta = choice.get("delta") or {}
+                        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+                        if reasoning:
+                            thinking.append(reasoning)
+                            yield ThinkingDelta(reasoning)
+                        if delta.get("content"):
+                            content.append(delta["content"])
+                            yield TextDelta(delta["content"])
+                        for raw in delta.get("tool_calls") or []:
+                            index = int(raw.get("index", len(partial)))
+                            call = partial.setdefault(index, _PartialCall())
+                            call.id = call.id or str(raw.get("id") or "")
+                            function = raw.get("function") or {}
+                            call.name += str(function.get("name") or "")
+                            if function.get("arguments"):
+                                arguments = function["arguments"]
+                                call.arguments.append(arguments if isinstance(arguments, str) else json.dumps(arguments))
+                        if choice.get("finish_reason"):
+                            finish = str(choice["finish_reason"])
+        except httpx.HTTPError as error:
+            raise transport_error(error, self.base_url, self.timeout_seconds) from None
+        yield ModelTurn(
+            content="".join(content),
+            thinking="".join(thinking),
+            tool_calls=[partial[index].finish() for index in sorted(partial)],
+            input_tokens=usage.get("prompt_tokens"),
+            output_tokens=usage.get("completion_tokens"),
+            finish_reason=finish,
+        )
+
+    async def ready(self) -> None:
+        response = await self._client.get(self.path.replace("/chat/completions", "/models"), timeout=3.0)
+        response.raise_for_status()
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+
+def _error_text(response: httpx.Response) -> str:
+    try:
+        data = response.json()
+        error = data.get("error") if isinstance(data, dict) else None
+        if isinstance(error, dict):
+            return str(error.get("message", error))
+        if error:
+            return str(error)
+    except ValueError:
+        pass
+    return response.text[:300]

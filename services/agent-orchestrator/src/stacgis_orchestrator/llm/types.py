@@ -1,0 +1,77 @@
+"""The provider-neutral conversation and the events a model stream yields."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+def new_call_id() -> str:
+    return f"call_{uuid.uuid4().hex[:20]}"
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    # Set when the model's arguments were not a JSON object; the call is then reported back as invalid.
+    arguments_error: str | None = None
+
+
+@dataclass
+class Message:
+    role: Role
+    content: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    # For role "tool": the call answered and the tool's name.
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool as offered to the model."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ThinkingDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ModelTurn:
+    """End of one model call: everything it produced, with usage when the server reports it."""
+
+    content: str
+    thinking: str
+    tool_calls: list[ToolCall]
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    finish_reason: str = "stop"
+
+
+StreamEvent = ThinkingDelta | TextDelta | ModelTurn
+
+ModelErrorCode = Literal["model_unavailable", "model_timeout", "model_error", "context_too_long", "tools_unsupported"]
+
+
+class ModelError(Exception):
+    """A model call failed in a way the run reports as an error event (never a hang)."""
+
+    def __init__(self, code: ModelErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code: ModelErrorCode = code
+        self.message = message

@@ -1,0 +1,243 @@
+"""Frontend tools: commands for the user's map and UI. Validated like any tool, then emitted as
+`frontend_tool` events for the browser instead of running on a server; the model gets an acknowledgement."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .registry import RegisteredTool
+
+PANELS = ["chat", "sessions", "activity", "legend"]
+CHART_TYPES = ["line", "bar", "scatter", "pie", "doughnut"]
+MAX_CHART_POINTS = 2000
+# Colour-blind friendly palette (Okabe-Ito).
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
+
+
+class FrontendToolError(ValueError):
+    """Arguments pass the schema but make no sense (e.g. 12 labels and 11 values)."""
+
+
+@dataclass(frozen=True)
+class FrontendCommand:
+    arguments: dict[str, Any]
+    acknowledgement: str
+
+
+def _zoom(args: dict[str, Any]) -> FrontendCommand:
+    zoom = args.get("zoom", 10)
+    ui = {"lat": args["lat"], "lon": args["lon"], "zoom": zoom}
+    return FrontendCommand(ui, f"The user's map now shows lat {args['lat']}, lon {args['lon']} at zoom {zoom}.")
+
+
+def _visualize(args: dict[str, Any]) -> FrontendCommand:
+    ui = {key: args[key] for key in ("collection_id", "colormap", "rescale") if key in args}
+    rescale = args.get("rescale")
+    if rescale is not None and rescale[0] >= rescale[1]:
+        raise FrontendToolError("rescale: the first value (minimum) must be below the second (maximum)")
+    return FrontendCommand(ui, f"Collection {args['collection_id']} is now shown as a layer on the user's map.")
+
+
+def _style(args: dict[str, Any]) -> FrontendCommand:
+    style = str(args["style"]).strip()
+    if style.lower() in ("light", "dark", "satellite"):
+        style = style.lower()
+    elif not style.startswith(("http://", "https://")):
+        raise FrontendToolError("style: must be light, dark, satellite or an http(s) URL of a MapLibre style")
+    return FrontendCommand({"style": style}, f"The basemap is now {style}.")
+
+
+def _panel(args: dict[str, Any]) -> FrontendCommand:
+    ui: dict[str, Any] = {"panel": args["panel"]}
+    if "open" in args:
+        ui["open"] = args["open"]
+    state = "toggled" if "open" not in args else ("opened" if args["open"] else "closed")
+    return FrontendCommand(ui, f"The {args['panel']} panel was {state}.")
+
+
+def chart_config(args: dict[str, Any]) -> dict[str, Any]:
+    """A Chart.js configuration from the model's simpler description of a chart."""
+    kind = args["chart_type"]
+    labels = list(args.get("labels") or [])
+    datasets = args["datasets"]
+    points = sum(len(d["data"]) for d in datasets)
+    if points > MAX_CHART_POINTS:
+        raise FrontendToolError(f"datasets: {points} values in all; at most {MAX_CHART_POINTS} fit in a chart")
+    chart_sets = []
+    for index, dataset in enumerate(datasets):
+        values = dataset["data"]
+        colour = PALETTE[index % len(PALETTE)]
+        if kind == "scatter":
+            if len(labels) != len(values):
+                raise FrontendToolError(
+                    f"datasets.{index}.data: scatter charts need one x value in labels per value ({len(labels)} labels, {len(values)} values)"
+                )
+            try:
+                data: list[Any] = [{"x": float(x), "y": y} for x, y in zip(labels, values, strict=True)]
+            except (TypeError, ValueError):
+                raise FrontendToolError("labels: scatter charts need numeric x values") from None
+        else:
+            if labels and len(labels) != len(values):
+                raise FrontendToolError(
+                    f"datasets.{index}.data: has {len(values)} values but there are {len(labels)} labels"
+                )
+            data = list(values)
+        entry: dict[str, Any] = {"label": dataset.get("label") or f"Series {index + 1}", "data": data}
+        if kind in ("pie", "doughnut"):
+            entry["backgroundColor"] = [PALETTE[i % len(PALETTE)] for i in range(len(values))]
+        else:
+            entry["borderColor"] = colour
+            entry["backgroundColor"] = colour + ("33" if kind == "line" else "")
+        chart_sets.append(entry)
+    if not labels and kind != "scatter":
+        labels = [str(i + 1) for i in range(max(len(d["data"]) for d in datasets))]
+    options: dict[str, Any] = {
+        "responsive": True,
+        "plugins": {"title": {"display": bool(args.get("title")), "text": args.get("title", "")}},
+    }
+    if kind not in ("pie", "doughnut"):
+        options["scales"] = {
+            axis: {"title": {"display": bool(args.get(f"{axis}_label")), "text": args.get(f"{axis}_label", "")}}
+            for axis in ("x", "y")
+        }
+    data_block: dict[str, Any] = {"datasets": chart_sets}
+    if kind != "scatter":
+        data_block["labels"] = [str(label) for label in labels]
+    return {"type": kind, "data": data_block, "options": options}
+
+
+def _chart(args: dict[str, Any]) -> FrontendCommand:
+    config = chart_config(args)
+    title = args.get("title") or "untitled"
+    return FrontendCommand(
+        {"chart": config},
+        f"A {args['chart_type']} chart '{title}' with {len(args['datasets'])} series is now shown to the user.",
+    )
+
+
+NUMBER_PAIR = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
+
+FRONTEND_TOOLS: list[tuple[RegisteredTool, Callable[[dict[str, Any]], FrontendCommand]]] = [
+    (
+        RegisteredTool(
+            name="zoom_to_location",
+            description="Move the user's map to a place: latitude and longitude in degrees, zoom from 0 (world) to 18 (street).",
+            input_schema={
+                "type": "object",
+                "properties": {
+                    "lat": {"type": "number", "minimum": -90, "maximum": 90, "description": "Latitude in degrees north"},
+                    "lon": {"type": "number", "minimum": -180, "maximum": 180, "description": "Longitude in degrees east"},
+                    "zoom": {"type": "number", "minimum": 0, "maximum": 22, "description": "Zoom level, default 10"},
+                },
+                "required": ["lat", "lon"],
+                "additionalProperties": False,
+            },
+            kind="frontend",
+        ),
+        _zoom,
+    ),
+    (
+        RegisteredTool(
+            name="visualize_collection",
+            description="Show a raster collection as a coloured layer on the user's map (map tiles).",
+            input_schema={
+                "type": "object",
+                "properties": {
+                    "collection_id": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$", "description": "Raster collection id"},
+                    "colormap": {"type": "string", "pattern": "^[A-Za-z0-9_]{1,64}$", "description": "Colormap name, e.g. viridis, terrain"},
+                    "rescale": {**NUMBER_PAIR, "description": "[min, max] of the colour ramp in the data's unit"},
+                },
+                "required": ["collection_id"],
+                "additionalProperties": False,
+            },
+            kind="frontend",
+        ),
+        _visualize,
+    ),
+    (
+        RegisteredTool(
+            name="set_map_style",
+            description="Change the basemap of the user's map: light, dark, satellite, or the URL of a MapLibre style.",
+            input_schema={
+                "type": "object",
+                "properties": {"style": {"type": "string", "description": "light, dark, satellite or an http(s) style URL"}},
+                "required": ["style"],
+                "additionalProperties": False,
+            },
+            kind="frontend",
+        ),
+        _style,
+    ),
+    (
+        RegisteredTool(
+            name="toggle_ui_panel",
+            description="Open or close a panel of the app: chat, sessions, activity or legend.",
+            input_schema={
+                "type": "object",
+                "properties": {
+                    "panel": {"type": "string", "enum": PANELS},
+                    "open": {"type": "boolean", "description": "true opens, false closes; omit to toggle"},
+                },
+                "required": ["panel"],
+                "additionalProperties": False,
+            },
+            kind="frontend",
+        ),
+        _panel,
+    ),
+    (
+        RegisteredTool(
+            name="generate_chart",
+            description=(
+                "Draw a chart for the user (line, bar, scatter, pie or doughnut) from labels and one or more "
+                "series of numbers, e.g. a time series or a comparison of places."
+            ),
+            input_schema={
+                "type": "object",
+                "properties": {
+                    "chart_type": {"type": "string", "enum": CHART_TYPES},
+                    "title": {"type": "string", "maxLength": 200},
+                    "labels": {
+                        "type": "array",
+                        "items": {"type": ["string", "number"]},
+                        "maxItems": MAX_CHART_POINTS,
+                        "description": "Categories or x values, one per value of each series",
+                    },
+                    "datasets": {
+                        "type": "array",
+                        "minItems": 1,
+                        "maxItems": 12,
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "label": {"type": "string", "maxLength": 200},
+                                "data": {"type": "array", "items": {"type": "number"}, "minItems": 1},
+                            },
+                            "required": ["data"],
+                        },
+                    },
+                    "x_label": {"type": "string", "maxLength": 100},
+                    "y_label": {"type": "string", "maxLength": 100},
+                },
+                "required": ["chart_type", "datasets"],
+                "additionalProperties": False,
+            },
+            kind="frontend",
+        ),
+        _chart,
+    ),
+]
+
+FRONTEND_TOOL_NAMES = [tool.name for tool, _ in FRONTEND_TOOLS]
+_HANDLERS = {tool.name: handler for tool, handler in FRONTEND_TOOLS}
+
+
+def frontend_tools() -> list[RegisteredTool]:
+    return [tool for tool, _ in FRONTEND_TOOLS]
+
+
+def prepare_frontend_command(name: str, arguments: dict[str, Any]) -> FrontendCommand:
+    """The UI payload and the model's acknowledgement for validated arguments."""
+    return _HANDLERS[name](arguments)

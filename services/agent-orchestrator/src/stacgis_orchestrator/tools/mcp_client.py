@@ -1,0 +1,194 @@
+"""One MCP tool server over streamable HTTP (stateless protocol), through the MCP SDK.
+
+Each server gets one long-lived `httpx2.AsyncClient`, so calls reuse pooled connections (a fresh
+client costs ~17 ms here). Each operation opens a light SDK session on it with the protocol version
+pinned (no discovery round trip): a failure of one call can never poison another. Per-call headers
+(the caller's internal token, W3C trace context) come from a context variable, which the SDK
+carries into the task that sends the request.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_types import CallToolResult, EmbeddedResource, ImageContent, TextContent, TextResourceContents, Tool
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+log = logging.getLogger(__name__)
+
+ErrorKind = Literal["unavailable", "timeout", "rejected_token", "protocol"]
+# A modern (stateless, no handshake) protocol version, pinned after the first successful discovery.
+PINNED_PROTOCOL = MODERN_PROTOCOL_VERSIONS[-1]
+
+
+@dataclass
+class _CallState:
+    headers: dict[str, str]
+    statuses: list[int] = field(default_factory=list)
+
+
+_CALL: ContextVar[_CallState | None] = ContextVar("stacgis_mcp_call", default=None)
+
+
+class _CallHeaders(httpx2.Auth):
+    """Adds the current operation's headers (bearer token, traceparent) to each request it sends."""
+
+    def auth_flow(self, request: httpx2.Request) -> Any:
+        state = _CALL.get()
+        if state is not None:
+            for key, value in state.headers.items():
+                request.headers[key] = value
+        yield request
+
+
+async def _record_status(response: httpx2.Response) -> None:
+    state = _CALL.get()
+    if state is not None:
+        state.statuses.append(response.status_code)
+
+
+class ToolServerError(Exception):
+    """The server could not be used for this operation (as opposed to a tool reporting an error)."""
+
+    def __init__(self, kind: ErrorKind, message: str, transient: bool, counts_as_failure: bool = True) -> None:
+        super().__init__(message)
+        self.kind: ErrorKind = kind
+        self.message = message
+        self.transient = transient
+        # Whether the circuit breaker should count it: a protocol error of one call is not an outage.
+        self.counts_as_failure = counts_as_failure
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
+    return [error]
+
+
+class ToolServerClient:
+    def __init__(self, name: str, url: str, connect_timeout: float = 5.0) -> None:
+        self.name = name
+        self.url = url
+        self.protocol: str | None = None
+        self._http = httpx2.AsyncClient(
+            auth=_CallHeaders(),
+            event_hooks={"response": [_record_status]},
+            timeout=httpx2.Timeout(None, connect=connect_timeout),
+            follow_redirects=False,
+        )
+
+    @contextlib.asynccontextmanager
+    async def _session(self, headers: Mapping[str, str]) -> AsyncIterator[tuple[Client, _CallState]]:
+        state = _CallState(headers=dict(headers))
+        token = _CALL.set(state)
+        try:
+            mode = self.protocol if self.protocol in MODERN_PROTOCOL_VERSIONS else ("auto" if self.protocol is None else "legacy")
+            client = Client(streamable_http_client(self.url, http_client=self._http), mode=mode, cache=None)
+            async with client:
+                if self.protocol is None:
+                    self.protocol = client.protocol_version
+                yield client, state
+        except ToolServerError:
+            raise
+        except Exception as error:  # the SDK raises transport failures wrapped in exception groups
+            raise self._classify(error, state) from None
+        finally:
+            _CALL.reset(token)
+
+    def _classify(self, error: BaseException, state: _CallState) -> ToolServerError:
+        leaves = _leaves(error)
+        status = next((s for s in reversed(state.statuses) if s >= 400), None)
+        for leaf in leaves:
+            if isinstance(leaf, httpx2.ConnectError | httpx2.ConnectTimeout):
+                return ToolServerError("unavailable", f"cannot connect to tool server {self.name!r} at {self.url}", True)
+            if isinstance(leaf, httpx2.TransportError):
+                return ToolServerError(
+                    "unavailable", f"the connection to tool server {self.name!r} broke: {type(leaf).__name__}", True
+                )
+        if status in (401, 403):
+            return ToolServerError(
+                "rejected_token", f"tool server {self.name!r} rejected the internal token ({status}): check the shared secret", False
+            )
+        if status is not None and status >= 500:
+            return ToolServerError(
+                "unavailable", f"tool server {self.name!r} answered HTTP {status}", transient=status in (502, 503, 504)
+            )
+        if status is not None:
+            return ToolServerError("unavailable", f"tool server {self.name!r} answered HTTP {status} at {self.url}", False)
+        mcp_error = next((leaf for leaf in leaves if isinstance(leaf, MCPError)), None)
+        if mcp_error is not None:
+            return ToolServerError("protocol", f"tool server {self.name!r}: {mcp_error}", False, counts_as_failure=False)
+        leaf = leaves[0] if leaves else error
+        log.warning("unexpected MCP client failure", exc_info=leaf)
+        return ToolServerError("unavailable", f"tool server {self.name!r} failed: {type(leaf).__name__}: {leaf}", False)
+
+    async def list_tools(self, headers: Mapping[str, str]) -> list[Tool]:
+        async with self._session(headers) as (client, _):
+            tools: list[Tool] = []
+            cursor: str | None = None
+            for _page in range(50):
+                result = await client.list_tools(cursor=cursor) if cursor else await client.list_tools()
+                tools.extend(result.tools)
+                cursor = result.next_cursor
+                if not cursor:
+                    break
+            return tools
+
+    async def list_resources(self, headers: Mapping[str, str]) -> list[str]:
+        async with self._session(headers) as (client, _):
+            capabilities = client.server_capabilities
+            if capabilities is not None and capabilities.resources is None:
+                return []
+            result = await client.list_resources()
+            return [str(resource.uri) for resource in result.resources]
+
+    async def read_resource(self, uri: str, headers: Mapping[str, str]) -> str:
+        async with self._session(headers) as (client, _):
+            result = await client.read_resource(uri)
+            parts = [item.text for item in result.contents if isinstance(item, TextResourceContents)]
+            return "\n".join(parts)
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], headers: Mapping[str, str]) -> CallToolResult:
+        async with self._session(headers) as (client, _):
+            return await client.call_tool(name, arguments)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+
+def result_text(result: CallToolResult) -> str:
+    """The text a tool result gives the model; JSON is re-serialised compactly to save tokens."""
+    parts: list[str] = []
+    for item in result.content:
+        if isinstance(item, TextContent):
+            parts.append(_compact(item.text))
+        elif isinstance(item, ImageContent):
+            parts.append(f"[image: {item.mime_type}]")
+        elif isinstance(item, EmbeddedResource):
+            resource = item.resource
+            parts.append(resource.text if isinstance(resource, TextResourceContents) else f"[resource {resource.uri}]")
+        else:
+            parts.append(f"[{getattr(item, 'type', 'content')}]")
+    if not parts and result.structured_content is not None:
+        parts.append(json.dumps(result.structured_content, ensure_ascii=False, separators=(",", ":")))
+    return "\n".join(parts)
+
+
+def _compact(text: str) -> str:
+    stripped = text.strip()
+    if stripped[:1] in ("{", "[") and "\n" in stripped:
+        try:
+            return json.dumps(json.loads(stripped), ensure_ascii=False, separators=(",", ":"))
+        except ValueError:
+            return text
+    return text

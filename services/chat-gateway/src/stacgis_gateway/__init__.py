@@ -1,0 +1,1 @@
+"""stacgis chat-gateway: the public chat API."""

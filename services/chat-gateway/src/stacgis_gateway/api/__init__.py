@@ -1,0 +1,1 @@
+"""Routes of the public API, one module per resource."""

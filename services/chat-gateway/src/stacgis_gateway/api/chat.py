@@ -1,0 +1,182 @@
+"""Starting runs: POST /chat/stream (SSE) and POST /chat/ (the whole answer at once), and the gate's capacity."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from typing import Any
+
+from fastapi import APIRouter
+from sse_starlette import EventSourceResponse
+
+from ..deps import Gateway, GatewayDep, UserId
+from ..events import as_int
+from ..metrics import REJECTIONS
+from ..runs import RunSpec
+from ..schemas import (
+    ActiveRun,
+    Capacity,
+    ChatAnswer,
+    ChatRequest,
+    GateFull,
+    Problem,
+    RunFailed,
+    TokenUsage,
+    check_chat_request,
+)
+from ..sessions import SessionNotFound
+from ..streaming import sse_response, tail_run
+from .problems import ApiProblem, not_found
+
+router = APIRouter(prefix="/chat", tags=["chat"])
+
+# Suggested wait before retrying when every slot is taken (the browser polls capacity meanwhile).
+RETRY_AFTER_SECONDS = 5
+TITLE_CHARS = 80
+
+RUN_REFUSALS: dict[int | str, dict[str, Any]] = {
+    404: {"model": Problem, "description": "No such session for this user"},
+    409: {"model": ActiveRun, "description": "The session already has a run in progress"},
+    422: {"description": "Invalid input; `detail` names each offending field"},
+    429: {"model": Problem, "description": "Too many runs started by this user in the last minute"},
+    503: {"model": GateFull, "description": "Every model slot is busy; retry after `Retry-After` seconds"},
+}
+
+
+def _title(message: str) -> str:
+    line = " ".join(message.split())
+    return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1].rstrip() + "…"
+
+
+async def admit_run(gateway: Gateway, user_id: str, body: ChatRequest) -> RunSpec:
+    """Every check a new run passes, in order: input, rate, session, one run per session, the gate."""
+    settings = gateway.settings
+    check_chat_request(body, settings)
+    decision = await gateway.limiter.hit(user_id)
+    if not decision.allowed:
+        REJECTIONS.labels("rate_limited").inc()
+        raise ApiProblem(
+            429,
+            {"detail": f"at most {settings.rate_limit_per_minute} runs per minute; retry later"},
+            {"Retry-After": str(decision.retry_after_seconds)},
+        )
+    new_session = body.session_id is None
+    if body.session_id is None:
+        session = gateway.sessions.new(user_id)
+    else:
+        try:
+            session = await gateway.sessions.load(str(body.session_id), user_id)
+        except SessionNotFound:
+            raise not_found("session") from None
+    run_id = str(uuid.uuid4())
+    holder = await gateway.sessions.lock_run(session.id, run_id)
+    if holder is not None:
+        REJECTIONS.labels("session_busy").inc()
+        raise ApiProblem(409, {"detail": "this session already has a run in progress", "run_id": holder})
+    try:
+        admission = await gateway.gate.acquire(run_id)
+        if not admission.admitted:
+            REJECTIONS.labels("gate_full").inc()
+            raise ApiProblem(
+                503,
+                {"detail": "all model slots are busy; retry shortly", **admission.capacity.as_dict()},
+                {"Retry-After": str(RETRY_AFTER_SECONDS)},
+            )
+        try:
+            if new_session:
+                await gateway.sessions.save_new(session, _title(body.message))
+            context = body.spatial_context.model_dump(mode="json") if body.spatial_context else None
+            spec = RunSpec(run_id, user_id, session, body.message, context)
+            await gateway.manager.start(spec)
+        except BaseException:
+            await gateway.gate.release(run_id)
+            raise
+    except BaseException:
+        await gateway.sessions.unlock_run(session.id, run_id)
+        raise
+    return spec
+
+
+@router.post(
+    "/stream",
+    summary="Send a message and stream the run as Server-Sent Events",
+    response_class=EventSourceResponse,
+    responses={
+        200: {
+            "content": {"text/event-stream": {}},
+            "description": (
+                "Events `session`, `thinking`, `tool_start`, `tool_result`, `tool_error`, `content`, "
+                "`approval_required`, `frontend_tool`, `done`, `error`; each `data` is the proto3 JSON of "
+                "stacgis.v1.AgentEvent and each `id` can be sent back as Last-Event-ID to resume. "
+                "`: ping` comments keep idle connections open."
+            ),
+        },
+        **RUN_REFUSALS,
+    },
+)
+async def chat_stream(body: ChatRequest, gateway: GatewayDep, user_id: UserId) -> EventSourceResponse:
+    received = time.perf_counter()
+    spec = await admit_run(gateway, user_id, body)
+    return sse_response(tail_run(gateway.runs, gateway.manager, gateway.settings, spec.run_id, "0-0", received))
+
+
+@router.post(
+    "/",
+    summary="Send a message and wait for the whole answer",
+    response_model=ChatAnswer,
+    responses={
+        502: {"model": RunFailed, "description": "The run ended with an error (partial answer included)"},
+        504: {"model": ActiveRun, "description": "No answer in time; the run goes on (resume or cancel it by id)"},
+        **RUN_REFUSALS,
+    },
+)
+async def chat(body: ChatRequest, gateway: GatewayDep, user_id: UserId) -> ChatAnswer:
+    received = time.perf_counter()
+    spec = await admit_run(gateway, user_id, body)
+    partial: list[str] = []
+    final: tuple[str, dict[str, Any]] | None = None
+    try:
+        async with asyncio.timeout(gateway.settings.sync_timeout_seconds):
+            events = tail_run(gateway.runs, gateway.manager, gateway.settings, spec.run_id, "0-0", received)
+            async for event in events:
+                if event.event == "content":
+                    partial.append(str(json.loads(str(event.data))["content"].get("text") or ""))
+                elif event.event in ("done", "error"):
+                    final = (str(event.event), json.loads(str(event.data)))
+    except TimeoutError:
+        raise ApiProblem(
+            504, {"detail": "no answer in time; the run goes on", "run_id": spec.run_id}
+        ) from None
+    if final is None or final[0] == "error":
+        error = final[1]["error"] if final else {"code": "run_lost", "message": "the run's events expired"}
+        raise ApiProblem(
+            502,
+            {
+                "detail": str(error.get("message") or "the run failed"),
+                "code": str(error.get("code") or "internal"),
+                "run_id": spec.run_id,
+                "session_id": spec.session.id,
+                "partial_content": "".join(partial),
+            },
+        )
+    done = final[1]["done"]
+    usage = done.get("usage") or {}
+    return ChatAnswer(
+        session_id=spec.session.id,
+        run_id=spec.run_id,
+        content=str(done.get("content") or "".join(partial)),
+        finish_reason=str(done.get("finishReason") or "completed"),
+        usage=TokenUsage(
+            input_tokens=as_int(usage.get("inputTokens")), output_tokens=as_int(usage.get("outputTokens"))
+        ),
+        steps=as_int(done.get("steps")),
+        tool_calls=as_int(done.get("toolCalls")),
+    )
+
+
+@router.get("/capacity", summary="Model slots in use and free, over all replicas", response_model=Capacity)
+async def capacity(gateway: GatewayDep) -> Capacity:
+    current = await gateway.gate.capacity()
+    return Capacity(**current.as_dict())

@@ -1,0 +1,103 @@
+"""A user's sessions: list, history, rename, delete. Another user's session answers 404."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Response
+from fastapi.exceptions import RequestValidationError
+
+from ..deps import GatewayDep, UserId
+from ..schemas import (
+    ActiveRun,
+    History,
+    HistoryMessage,
+    Problem,
+    RenameRequest,
+    SessionOut,
+    SessionSummary,
+    ToolCallOut,
+)
+from .problems import ApiProblem, not_found
+
+router = APIRouter(prefix="/chat", tags=["sessions"])
+NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": Problem, "description": "No such session for this user"}}
+
+
+@router.get(
+    "/sessions", summary="The caller's sessions, most recently used first", response_model=list[SessionSummary]
+)
+async def list_sessions(
+    gateway: GatewayDep,
+    user_id: UserId,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> list[SessionSummary]:
+    rows = await gateway.store.list_sessions(user_id, limit, offset)
+    return [SessionSummary(**row) for row in rows]
+
+
+@router.get(
+    "/session/{session_id}/history",
+    summary="Every message of a session, in order",
+    response_model=History,
+    response_model_exclude_none=True,
+    responses=NOT_FOUND,
+)
+async def history(session_id: uuid.UUID, gateway: GatewayDep, user_id: UserId) -> History:
+    session = await gateway.store.get_session(str(session_id))
+    if session is None or session.user_id != user_id:
+        raise not_found("session")
+    rows = await gateway.store.messages(str(session_id))
+    return History(
+        session_id=session.id,
+        title=session.title,
+        messages=[
+            HistoryMessage(
+                role=row["role"],
+                content=row["content"],
+                tool_calls=[ToolCallOut(**call) for call in row["tool_calls"]] if row["tool_calls"] else None,
+                tool_call_id=row["tool_call_id"],
+                name=row["name"],
+                created_at=row["created_at"],
+            )
+            for row in rows
+        ],
+    )
+
+
+@router.patch("/session/{session_id}", summary="Rename a session", response_model=SessionOut, responses=NOT_FOUND)
+async def rename(session_id: uuid.UUID, body: RenameRequest, gateway: GatewayDep, user_id: UserId) -> SessionOut:
+    title = " ".join(body.title.split())
+    limit = gateway.settings.max_title_chars
+    if not title:
+        raise RequestValidationError(
+            [{"type": "value_error", "loc": ("body", "title"), "msg": "title must not be blank"}]
+        )
+    if len(title) > limit:
+        raise RequestValidationError(
+            [{"type": "string_too_long", "loc": ("body", "title"), "msg": f"title is longer than {limit} characters"}]
+        )
+    row = await gateway.store.rename_session(str(session_id), user_id, title)
+    if row is None:
+        raise not_found("session")
+    return SessionOut(id=row.id, title=row.title, created_at=row.created_at, updated_at=row.updated_at)
+
+
+@router.delete(
+    "/session/{session_id}",
+    summary="Delete a session and its history (Redis and Postgres)",
+    status_code=204,
+    responses={**NOT_FOUND, 409: {"model": ActiveRun, "description": "A run is still going in this session"}},
+)
+async def delete(session_id: uuid.UUID, gateway: GatewayDep, user_id: UserId) -> Response:
+    if not await gateway.sessions.owned(str(session_id), user_id):
+        raise not_found("session")
+    active = await gateway.sessions.active_run(str(session_id))
+    if active is not None:
+        raise ApiProblem(409, {"detail": "cancel the session's run before deleting it", "run_id": active})
+    if not await gateway.store.delete_session(str(session_id), user_id):
+        raise not_found("session")
+    await gateway.sessions.forget(str(session_id))
+    return Response(status_code=204)

@@ -1,0 +1,157 @@
+"""The FastAPI application: routes under /api/v1, health, metrics, and the parts built at start-up."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import asyncpg
+import redis.exceptions
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
+from redis.asyncio import Redis
+from starlette.middleware import Middleware
+from starlette.routing import Route
+
+from stacgis_common.health import health_routes
+from stacgis_common.telemetry import MetricsMiddleware, metrics_endpoint, setup_telemetry
+
+from .api import chat, meta, runs, sessions
+from .api.problems import ApiProblem, problem_handler
+from .auth import CookieMiddleware, build_authenticator
+from .bodylimit import BodyLimitMiddleware
+from .config import GatewaySettings
+from .deps import Gateway
+from .gate import ConcurrencyGate
+from .keys import RedisKeys
+from .orchestrator import OrchestratorClient
+from .ratelimit import RateLimiter
+from .runs import RunManager
+from .runstore import RunStore
+from .sessions import SessionService
+from .store import HistoryStore
+
+SERVICE = "chat-gateway"
+API_PREFIX = "/api/v1"
+STARTUP_WAIT_SECONDS = 30.0
+log = logging.getLogger(__name__)
+
+
+async def _open_store(settings: GatewaySettings) -> HistoryStore:
+    """Postgres may come up after the gateway (compose, a fresh cluster): wait a little for it."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + STARTUP_WAIT_SECONDS
+    while True:
+        try:
+            return await HistoryStore.open(settings.database_url, settings.db_pool_max_size)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+            if loop.time() > deadline:
+                raise
+            log.warning("waiting for Postgres", extra={"error": repr(error)})
+            await asyncio.sleep(1.0)
+
+
+async def build_gateway(settings: GatewaySettings) -> Gateway:
+    keys = RedisKeys(settings.redis_key_prefix)
+    # RESP2 (the shape runstore parses); no socket timeout, since XREAD BLOCK waits by design.
+    client: Redis = Redis.from_url(
+        settings.redis_url, decode_responses=True, protocol=2, socket_connect_timeout=5, health_check_interval=30
+    )
+    store = await _open_store(settings)
+    session_service = SessionService(
+        client,
+        keys,
+        store,
+        settings.session_ttl_seconds,
+        lock_ttl_seconds=settings.slot_ttl_seconds,
+        history_limit=settings.history_max_messages,
+    )
+    gate = ConcurrencyGate(client, keys.gate, settings.max_concurrent_runs, settings.slot_ttl_seconds)
+    run_store = RunStore(client, keys, settings.run_stream_maxlen, settings.run_stream_ttl_seconds)
+    orchestrator = OrchestratorClient(
+        settings.orchestrator_url, settings.orchestrator_read_timeout_seconds, settings.max_concurrent_runs + 16
+    )
+    manager = RunManager(settings, run_store, session_service, store, gate, orchestrator)
+    return Gateway(
+        settings=settings,
+        redis=client,
+        keys=keys,
+        store=store,
+        sessions=session_service,
+        gate=gate,
+        limiter=RateLimiter(client, keys, settings.rate_limit_per_minute),
+        runs=run_store,
+        manager=manager,
+        orchestrator=orchestrator,
+        auth=build_authenticator(settings),
+    )
+
+
+async def _unavailable(_: Request, error: Exception) -> JSONResponse:
+    store = "Redis" if isinstance(error, redis.exceptions.RedisError) else "Postgres"
+    log.warning("dependency unavailable", extra={"store": store, "error": repr(error)})
+    return JSONResponse({"detail": f"{store} is unavailable; retry shortly"}, status_code=503)
+
+
+def create_app(settings: GatewaySettings) -> FastAPI:
+    setup_telemetry(SERVICE, settings, trace_file=settings.trace_file)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        gateway = await build_gateway(settings)
+        app.state.gateway = gateway
+        log.info("chat-gateway ready", extra={"auth_mode": settings.auth_mode, "port": settings.port})
+        try:
+            yield
+        finally:
+            await gateway.manager.shutdown(settings.shutdown_grace_seconds)
+            await gateway.orchestrator.aclose()
+            await gateway.store.close()
+            await gateway.redis.aclose()
+
+    app = FastAPI(
+        title="stacgis chat-gateway",
+        version="1.0.0",
+        description="The public chat API of stacgis: streamed runs (SSE), sessions, capacity, approvals.",
+        lifespan=lifespan,
+        openapi_url=f"{API_PREFIX}/openapi.json",
+        docs_url=f"{API_PREFIX}/docs",
+        redoc_url=None,
+        middleware=[
+            Middleware(OpenTelemetryMiddleware, excluded_urls="healthz,readyz,metrics"),
+            Middleware(MetricsMiddleware, service=SERVICE),
+            Middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes),
+            Middleware(CookieMiddleware),
+        ],
+    )
+    for router in (chat.router, sessions.router, runs.router, meta.router):
+        app.include_router(router, prefix=API_PREFIX)
+    app.add_exception_handler(ApiProblem, problem_handler)
+    unavailable: tuple[type[Exception], ...] = (
+        redis.exceptions.ConnectionError,
+        redis.exceptions.TimeoutError,
+        asyncpg.PostgresConnectionError,
+        asyncpg.InterfaceError,
+        asyncpg.CannotConnectNowError,
+        ConnectionError,
+    )
+    for kind in unavailable:
+        app.add_exception_handler(kind, _unavailable)
+
+    async def check_redis() -> Any:
+        return await app.state.gateway.redis.ping()
+
+    async def check_postgres() -> None:
+        await app.state.gateway.store.ping()
+
+    async def check_orchestrator() -> None:
+        await app.state.gateway.orchestrator.ping()
+
+    for route in health_routes({"redis": check_redis, "postgres": check_postgres, "orchestrator": check_orchestrator}):
+        app.router.routes.append(route)
+    app.router.routes.append(Route("/metrics", metrics_endpoint, methods=["GET"], include_in_schema=False))
+    return app

@@ -1,0 +1,113 @@
+"""Gateway settings, read from `GATEWAY_*` environment variables."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import NoDecode, SettingsConfigDict
+
+from stacgis_common.settings import ServiceSettings
+
+# Only for local development; deployments supply their own (the chart generates one).
+DEV_COOKIE_SECRET = "stacgis-dev-only-cookie-secret-change-me"
+
+AuthMode = Literal["anonymous", "trusted-header", "jwt"]
+
+
+def _split_list(value: Any) -> Any:
+    """Accept a JSON list or a comma-separated string (friendlier in env files)."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            return json.loads(text)
+        return [part.strip() for part in text.split(",") if part.strip()]
+    return value
+
+
+class GatewaySettings(ServiceSettings):
+    model_config = SettingsConfigDict(env_prefix="GATEWAY_", extra="ignore", frozen=True)
+
+    port: int = 8000
+    database_url: str = "postgresql://stacgis:stacgis@127.0.0.1:55432/stacgis"
+    redis_url: str = "redis://127.0.0.1:56379/0"
+    # Prepended to every Redis key, so several deployments can share one Redis.
+    redis_key_prefix: str = ""
+    orchestrator_url: str = "http://127.0.0.1:8001"
+    # Seconds the orchestrator may stay silent mid-run (model latency, approvals) before the run fails.
+    orchestrator_read_timeout_seconds: float = Field(default=300.0, gt=0)
+
+    auth_mode: AuthMode = "anonymous"
+    cookie_secret: SecretStr = SecretStr(DEV_COOKIE_SECRET)
+    cookie_name: str = "stacgis_uid"
+    cookie_secure: bool = False
+    cookie_max_age_seconds: int = Field(default=365 * 24 * 3600, gt=0)
+    # Peers whose identity headers are believed (trusted-header mode), as CIDRs.
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=lambda: ["127.0.0.1/32", "::1/128"])
+    # Header(s) naming the user, first present wins (oauth2-proxy: X-Auth-Request-User or X-Forwarded-User).
+    trusted_user_header: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: ["X-Auth-Request-User", "X-Forwarded-User"]
+    )
+    jwks_url: str | None = None
+    jwt_public_key: str | None = None
+    jwt_issuer: str | None = None
+    jwt_audience: str | None = None
+    jwt_algorithms: Annotated[list[str], NoDecode] = Field(default_factory=lambda: ["RS256", "ES256"])
+    jwt_user_claim: str = "sub"
+    jwks_cache_seconds: int = Field(default=300, gt=0)
+
+    max_concurrent_runs: int = Field(default=20, ge=1)
+    # A slot not refreshed for this long belongs to a dead replica and is pruned.
+    slot_ttl_seconds: float = Field(default=60.0, ge=1)
+    session_ttl_seconds: int = Field(default=3600, ge=1)
+    heartbeat_seconds: float = Field(default=15.0, gt=0)
+    max_message_chars: int = Field(default=8000, ge=1)
+    max_body_bytes: int = Field(default=1_048_576, ge=1024)
+    max_geojson_bytes: int = Field(default=262_144, ge=64)
+    max_title_chars: int = Field(default=200, ge=1)
+    # Runs a user may start per minute; 0 disables the limit.
+    rate_limit_per_minute: int = Field(default=30, ge=0)
+    run_stream_maxlen: int = Field(default=10_000, ge=100)
+    # How long a finished run's events stay available for resuming.
+    run_stream_ttl_seconds: int = Field(default=900, ge=1)
+    # Past messages sent to the orchestrator with each new message.
+    history_max_messages: int = Field(default=50, ge=0)
+    # How long POST /chat/ waits for the whole answer.
+    sync_timeout_seconds: float = Field(default=300.0, gt=0)
+    # On shutdown, running runs get this long to finish before they are ended with an error.
+    shutdown_grace_seconds: float = Field(default=10.0, ge=0)
+    db_pool_max_size: int = Field(default=10, ge=1)
+
+    model_label: str = "qwen3"
+    provider_label: str = "ollama"
+    trace_file: str | None = None
+
+    @field_validator("trusted_proxies", "trusted_user_header", "jwt_algorithms", mode="before")
+    @classmethod
+    def _lists(cls, value: Any) -> Any:
+        return _split_list(value)
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _cidrs(cls, value: list[str]) -> list[str]:
+        for item in value:
+            ipaddress.ip_network(item, strict=False)  # raises ValueError naming the bad entry
+        return value
+
+    @model_validator(mode="after")
+    def _jwt_complete(self) -> GatewaySettings:
+        if self.auth_mode == "jwt":
+            if not (self.jwks_url or self.jwt_public_key):
+                raise ValueError("GATEWAY_AUTH_MODE=jwt needs GATEWAY_JWKS_URL or GATEWAY_JWT_PUBLIC_KEY")
+            if not self.jwt_issuer or not self.jwt_audience:
+                raise ValueError("GATEWAY_AUTH_MODE=jwt needs GATEWAY_JWT_ISSUER and GATEWAY_JWT_AUDIENCE")
+        if self.auth_mode == "trusted-header" and not self.trusted_user_header:
+            raise ValueError("GATEWAY_AUTH_MODE=trusted-header needs GATEWAY_TRUSTED_USER_HEADER")
+        return self
+
+    @property
+    def gate_refresh_seconds(self) -> float:
+        """How often a running run refreshes its gate slot and locks: well inside the slot TTL."""
+        return max(0.2, min(self.slot_ttl_seconds / 3, 10.0))

@@ -1,0 +1,107 @@
+"""The concurrency gate: a Redis sorted set of active runs, scored by the server time of their last refresh.
+
+Pruning stale entries, counting and admitting happen in one Lua script, so replicas never over-admit;
+a replica that dies leaves slots that are pruned once they are older than the slot TTL.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from redis.asyncio import Redis
+
+from .metrics import GATE_CAPACITY, GATE_SLOTS_IN_USE
+
+# Server time (not the replicas' clocks) scores every entry, so clock skew between replicas cannot
+# prune live slots. Scripts replicate by effects (Redis >= 5), which makes TIME allowed here.
+_NOW = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+"""
+
+ACQUIRE = (
+    _NOW
+    + """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[1]))
+local n = redis.call('ZCARD', KEYS[1])
+if redis.call('ZSCORE', KEYS[1], ARGV[3]) then
+  redis.call('ZADD', KEYS[1], now, ARGV[3])
+  return {1, n}
+end
+if n >= tonumber(ARGV[2]) then
+  return {0, n}
+end
+redis.call('ZADD', KEYS[1], now, ARGV[3])
+return {1, n + 1}
+"""
+)
+
+# XX: a slot that was already pruned is not brought back (that could exceed the limit).
+REFRESH = _NOW + "return redis.call('ZADD', KEYS[1], 'XX', 'CH', now, ARGV[1])"
+
+RELEASE = (
+    _NOW
+    + """
+redis.call('ZREM', KEYS[1], ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[1]))
+return redis.call('ZCARD', KEYS[1])
+"""
+)
+
+COUNT = (
+    _NOW
+    + """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[1]))
+return redis.call('ZCARD', KEYS[1])
+"""
+)
+
+
+@dataclass(frozen=True)
+class Capacity:
+    active: int
+    max: int
+
+    @property
+    def available(self) -> int:
+        return max(0, self.max - self.active)
+
+    def as_dict(self) -> dict[str, int]:
+        return {"active": self.active, "max": self.max, "available": self.available}
+
+
+@dataclass(frozen=True)
+class Admission:
+    admitted: bool
+    capacity: Capacity
+
+
+class ConcurrencyGate:
+    def __init__(self, redis: Redis, key: str, max_slots: int, slot_ttl_seconds: float) -> None:
+        self._redis = redis
+        self._key = key
+        self.max_slots = max_slots
+        self._ttl = slot_ttl_seconds
+        self._acquire = redis.register_script(ACQUIRE)
+        self._refresh = redis.register_script(REFRESH)
+        self._release = redis.register_script(RELEASE)
+        self._count = redis.register_script(COUNT)
+        GATE_CAPACITY.set(max_slots)
+
+    def _observe(self, active: int) -> Capacity:
+        GATE_SLOTS_IN_USE.set(active)
+        return Capacity(active=active, max=self.max_slots)
+
+    async def acquire(self, member: str) -> Admission:
+        admitted, active = await self._acquire(keys=[self._key], args=[self._ttl, self.max_slots, member])
+        return Admission(admitted=bool(admitted), capacity=self._observe(int(active)))
+
+    async def refresh(self, member: str) -> bool:
+        """Keep a slot alive; False when it had already been pruned."""
+        return bool(await self._refresh(keys=[self._key], args=[member]))
+
+    async def release(self, member: str) -> Capacity:
+        return self._observe(int(await self._release(keys=[self._key], args=[self._ttl, member])))
+
+    async def capacity(self) -> Capacity:
+        return self._observe(int(await self._count(keys=[self._key], args=[self._ttl])))

@@ -1,0 +1,152 @@
+"""A run's shared state in Redis: its event stream (a Redis Stream) and its metadata (a hash).
+
+Any replica can tail a run's events by entry id, which is also the SSE id the browser resumes from.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from redis.asyncio import Redis
+
+from .keys import RedisKeys
+
+STREAM_ID = re.compile(r"^\d{1,20}-\d{1,20}$")
+
+
+@dataclass(frozen=True)
+class StreamEntry:
+    id: str
+    event: str
+    data: str
+
+
+@dataclass(frozen=True)
+class RunMeta:
+    run_id: str
+    user_id: str
+    session_id: str
+    status: str  # "running" or "finished"
+    heartbeat: float
+    message: str
+    started_at: float
+    cancel_requested: bool
+
+    @classmethod
+    def from_hash(cls, run_id: str, data: dict[str, str]) -> RunMeta:
+        return cls(
+            run_id=run_id,
+            user_id=data.get("user_id", ""),
+            session_id=data.get("session_id", ""),
+            status=data.get("status", "running"),
+            heartbeat=float(data.get("heartbeat", "0") or 0),
+            message=data.get("message", ""),
+            started_at=float(data.get("started_at", "0") or 0),
+            cancel_requested="cancel_at" in data,
+        )
+
+
+def _entries(response: Any) -> list[tuple[str, dict[str, str]]]:
+    """XREAD reply (RESP2, which the gateway's client speaks): a list of [key, entries]."""
+    return [entry for _, entries in response or [] for entry in entries]
+
+
+class RunStore:
+    def __init__(self, redis: Redis, keys: RedisKeys, maxlen: int, ttl_seconds: int) -> None:
+        self._redis = redis
+        self._keys = keys
+        self._maxlen = maxlen
+        self._ttl = ttl_seconds
+
+    async def create(self, run_id: str, user_id: str, session_id: str, message: str) -> None:
+        now = time.time()
+        key = self._keys.run_meta(run_id)
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.hset(
+                key,
+                mapping={
+                    "user_id": user_id,
+                    "session_id": session_id,
+                    "status": "running",
+                    "heartbeat": repr(now),
+                    "started_at": repr(now),
+                    "message": message,
+                },
+            )
+            pipe.expire(key, self._ttl)
+            await pipe.execute()
+
+    async def meta(self, run_id: str) -> RunMeta | None:
+        data: dict[str, str] = await self._redis.hgetall(self._keys.run_meta(run_id))  # type: ignore[assignment]
+        return RunMeta.from_hash(run_id, data) if data else None
+
+    async def append(self, run_id: str, event: str, payload: dict[str, Any]) -> str:
+        """Add one event; the stream is bounded and its expiry pushed back while the run goes on."""
+        key = self._keys.run_events(run_id)
+        async with self._redis.pipeline(transaction=False) as pipe:
+            pipe.xadd(
+                key,
+                {"event": event, "data": json.dumps(payload, separators=(",", ":"), ensure_ascii=False)},
+                maxlen=self._maxlen,
+                approximate=True,
+            )
+            pipe.expire(key, self._ttl)
+            entry_id, _ = await pipe.execute()
+        return str(entry_id)
+
+    async def heartbeat(self, run_id: str) -> float | None:
+        """Mark the run alive and push back its expiry; returns when a requested cancel takes effect."""
+        meta = self._keys.run_meta(run_id)
+        async with self._redis.pipeline(transaction=False) as pipe:
+            pipe.hset(meta, "heartbeat", repr(time.time()))
+            pipe.hget(meta, "cancel_at")
+            pipe.expire(meta, self._ttl)
+            pipe.expire(self._keys.run_events(run_id), self._ttl)
+            _, cancel_at, _, _ = await pipe.execute()
+        return float(cancel_at) if cancel_at else None
+
+    async def request_cancel(self, run_id: str, not_before: float) -> None:
+        """Ask the replica running the run to stop it itself from `not_before` (epoch seconds) on."""
+        await self._redis.hset(self._keys.run_meta(run_id), "cancel_at", repr(not_before))
+
+    async def finish(self, run_id: str, outcome: str) -> None:
+        meta = self._keys.run_meta(run_id)
+        async with self._redis.pipeline(transaction=False) as pipe:
+            pipe.hset(meta, mapping={"status": "finished", "outcome": outcome})
+            pipe.expire(meta, self._ttl)
+            pipe.expire(self._keys.run_events(run_id), self._ttl)
+            await pipe.execute()
+
+    async def read(self, run_id: str, after: str, block_ms: int | None, count: int = 200) -> list[StreamEntry]:
+        """Entries after `after` (exclusive), waiting up to `block_ms` for the first one."""
+        response = await self._redis.xread({self._keys.run_events(run_id): after}, count=count, block=block_ms)
+        return [
+            StreamEntry(entry_id, fields.get("event", ""), fields.get("data", ""))
+            for entry_id, fields in _entries(response)
+        ]
+
+    async def all_entries(self, run_id: str) -> list[StreamEntry]:
+        rows: list[tuple[str, dict[str, str]]] = await self._redis.xrange(  # type: ignore[assignment]
+            self._keys.run_events(run_id)
+        )
+        return [StreamEntry(entry_id, fields.get("event", ""), fields.get("data", "")) for entry_id, fields in rows]
+
+    async def claim_lost(self, run_id: str) -> bool:
+        """True for exactly one caller: the one that declares the run's owner dead."""
+        return bool(await self._redis.set(self._keys.run_lost(run_id), "1", nx=True, ex=self._ttl))
+
+    async def remember_approval(self, approval_id: str, run_id: str, user_id: str) -> None:
+        await self._redis.set(
+            self._keys.approval(approval_id), json.dumps({"run_id": run_id, "user_id": user_id}), ex=self._ttl
+        )
+
+    async def approval_owner(self, approval_id: str) -> tuple[str, str] | None:
+        raw = await self._redis.get(self._keys.approval(approval_id))
+        if raw is None:
+            return None
+        data = json.loads(raw)
+        return str(data["run_id"]), str(data["user_id"])

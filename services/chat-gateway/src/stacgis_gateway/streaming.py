@@ -1,0 +1,76 @@
+"""The SSE side: tail a run's Redis Stream and send each entry as an event whose id is the entry id."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+
+from sse_starlette import EventSourceResponse, ServerSentEvent
+
+from .config import GatewaySettings
+from .events import TERMINAL
+from .metrics import ACTIVE_STREAMS, EVENTS_SENT, TIME_TO_FIRST_TOKEN
+from .runs import RunManager
+from .runstore import RunStore
+
+# Longest single XREAD wait: also how often an idle stream checks that its run is still alive.
+MAX_BLOCK_SECONDS = 5.0
+
+
+async def tail_run(
+    runs: RunStore,
+    manager: RunManager,
+    settings: GatewaySettings,
+    run_id: str,
+    after: str,
+    received_at: float | None = None,
+) -> AsyncIterator[ServerSentEvent]:
+    """Events after entry id `after`, until the run's final event; `: ping` comments while idle.
+
+    `received_at` (perf_counter of the chat request) makes the first `content` event observe the time to
+    first token as the browser sees it.
+    """
+    block_ms = int(min(settings.heartbeat_seconds, MAX_BLOCK_SECONDS, settings.gate_refresh_seconds * 2) * 1000)
+    last_write = time.monotonic()
+    first_token = received_at is not None
+    ACTIVE_STREAMS.inc()
+    try:
+        while True:
+            entries = await runs.read(run_id, after, max(block_ms, 1))
+            for entry in entries:
+                after = entry.id
+                EVENTS_SENT.labels(entry.event).inc()
+                if first_token and entry.event == "content" and received_at is not None:
+                    TIME_TO_FIRST_TOKEN.observe(time.perf_counter() - received_at)
+                    first_token = False
+                yield ServerSentEvent(data=entry.data, event=entry.event, id=entry.id)
+                if entry.event in TERMINAL:
+                    return
+            if entries:
+                last_write = time.monotonic()
+                continue
+            if time.monotonic() - last_write >= settings.heartbeat_seconds:
+                yield ServerSentEvent(comment="ping")
+                last_write = time.monotonic()
+            meta = await runs.meta(run_id)
+            if meta is None:
+                return  # expired: nothing more will ever come
+            if meta.status == "finished":
+                # The final event is written before the status: read what is left, then stop.
+                for entry in await runs.read(run_id, after, None):
+                    EVENTS_SENT.labels(entry.event).inc()
+                    yield ServerSentEvent(data=entry.data, event=entry.event, id=entry.id)
+                return
+            if time.time() - meta.heartbeat > settings.slot_ttl_seconds:
+                await manager.declare_lost(meta)
+    finally:
+        ACTIVE_STREAMS.dec()
+
+
+def sse_response(events: AsyncIterator[ServerSentEvent]) -> EventSourceResponse:
+    return EventSourceResponse(
+        events,
+        headers={"Cache-Control": "no-cache"},
+        ping=0,  # tail_run sends its own `: ping` when there is nothing else to send
+        sep="\n",
+    )

@@ -1,0 +1,227 @@
+"""A scripted agent-orchestrator speaking the real contract, run as its own process by the gateway tests.
+
+It serves `POST /v1/runs` (body: proto3 JSON of stacgis.v1.RunRequest, parsed strictly; bearer internal
+token verified) and streams SSE whose data are AgentEvent messages serialised by protobuf itself, plus
+`POST /v1/runs/{id}/cancel` and `POST /v1/approvals/{id}`. What a run does is scripted by directives in
+the user's message:
+
+    [deltas=N]   answer in N content deltas (default 4)     [slow=S]   spread the answer over S seconds
+    [tool]       call a (pretend) MCP tool first             [frontend] emit a frontend_tool event
+    [approval]   wait for an approval before the tool        [thinking] stream some thinking first
+    [error]      end with an error event after half the answer
+    [die]        exit the whole process after half the answer (the orchestrator dying mid-run)
+    [hang]       after the first delta, wait until cancelled
+
+`GET /_scripted/runs` lists the requests received (with the verified identity) for assertions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import time
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+import uvicorn
+from fastapi import Depends, FastAPI, HTTPException, Request
+from google.protobuf import json_format
+from sse_starlette import EventSourceResponse, ServerSentEvent
+
+from stacgis_common.auth import Identity, identity_dependency
+from stacgis_common.settings import ServiceSettings
+from stacgis_proto.v1 import events_pb2, run_pb2
+
+DIRECTIVE = re.compile(r"\[(\w+)(?:=([\d.]+))?\]")
+MODEL = "scripted"
+
+app = FastAPI()
+settings = ServiceSettings()
+verified = identity_dependency(settings)
+received: list[dict[str, Any]] = []
+cancels: dict[str, asyncio.Event] = {}
+approvals: dict[str, asyncio.Future[tuple[bool, str | None]]] = {}
+
+
+def directives(message: str) -> dict[str, float]:
+    return {name: float(value) if value else 1.0 for name, value in DIRECTIVE.findall(message)}
+
+
+class Emitter:
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self.seq = 0
+        self.step = 0
+
+    def event(self, **payload: Any) -> ServerSentEvent:
+        self.seq += 1
+        message = events_pb2.AgentEvent(run_id=self.run_id, seq=self.seq, step=self.step, **payload)
+        data = json.dumps(json_format.MessageToDict(message), separators=(",", ":"))
+        name = message.WhichOneof("payload")
+        return ServerSentEvent(data=data, event="session" if name == "run_started" else name, sep="\n")
+
+
+def answer_of(message: str) -> str:
+    text = DIRECTIVE.sub("", message).strip()
+    return f"Echo: {text}" if text else "Echo."
+
+
+def split(text: str, parts: int) -> list[str]:
+    size = max(1, -(-len(text) // parts))
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+async def script(request: run_pb2.RunRequest, run_id: str) -> AsyncIterator[ServerSentEvent]:
+    plan = directives(request.message)
+    emit = Emitter(run_id)
+    cancelled = cancels.setdefault(run_id, asyncio.Event())
+    answer = answer_of(request.message)
+    deltas = split(answer, int(plan.get("deltas", 4)))
+    delay = plan.get("slow", 0.0) / max(1, len(deltas))
+    new_messages: list[run_pb2.ChatMessage] = []
+    tool_calls = 0
+    sent: list[str] = []
+
+    yield emit.event(run_started=events_pb2.RunStarted(session_id=request.session_id, model=MODEL))
+    emit.step = 1
+    if "thinking" in plan:
+        for piece in ("Let me ", "think."):
+            yield emit.event(thinking=events_pb2.Thinking(text=piece))
+    if "tool" in plan:
+        arguments = {"bbox": [5.8, 47.3, 15.0, 55.1]}
+        call_id = f"call-{run_id[:8]}"
+        yield emit.event(
+            tool_start=events_pb2.ToolStart(
+                call_id=call_id, tool_name="list_raster_collections", arguments=arguments, server="raster-tools"
+            )
+        )
+        approved = True
+        if "approval" in plan:
+            approval_id = f"appr-{run_id}"
+            future: asyncio.Future[tuple[bool, str | None]] = asyncio.get_running_loop().create_future()
+            approvals[approval_id] = future
+            yield emit.event(
+                approval_required=events_pb2.ApprovalRequired(
+                    approval_id=approval_id,
+                    call_id=call_id,
+                    tool_name="list_raster_collections",
+                    arguments=arguments,
+                    timeout_seconds=30,
+                )
+            )
+            approved, _ = await asyncio.wait_for(future, 30)
+        tool_calls += 1
+        if approved:
+            result = '{"collections": ["dem"]}'
+            yield emit.event(
+                tool_result=events_pb2.ToolResult(
+                    call_id=call_id, tool_name="list_raster_collections", result=result, duration_ms=12
+                )
+            )
+        else:
+            result = "rejected by the user"
+            yield emit.event(
+                tool_error=events_pb2.ToolError(call_id=call_id, tool_name="list_raster_collections", error=result)
+            )
+        call = run_pb2.ToolCall(id=call_id, name="list_raster_collections", arguments=arguments)
+        new_messages.append(run_pb2.ChatMessage(role="assistant", content="", tool_calls=[call]))
+        new_messages.append(
+            run_pb2.ChatMessage(role="tool", content=result, tool_call_id=call_id, name="list_raster_collections")
+        )
+        emit.step = 2
+    if "frontend" in plan:
+        yield emit.event(
+            frontend_tool=events_pb2.FrontendTool(
+                call_id="fe-1", name="zoom_to_location", arguments={"lat": 48.1, "lon": 11.6, "zoom": 9}
+            )
+        )
+    for index, piece in enumerate(deltas):
+        if cancelled.is_set():
+            break
+        if index == len(deltas) // 2 and index > 0:
+            if "error" in plan:
+                yield emit.event(error=events_pb2.Error(code="model_unavailable", message="the model went away"))
+                return
+            if "die" in plan:
+                await asyncio.sleep(0.2)  # let the deltas so far leave the socket
+                os._exit(3)
+        sent.append(piece)
+        yield emit.event(content=events_pb2.ContentDelta(text=piece))
+        if "hang" in plan and index == 0:
+            await cancelled.wait()
+            break
+        if delay:
+            await asyncio.sleep(delay)
+    finish = "cancelled" if cancelled.is_set() else "completed"
+    content = "".join(sent)
+    new_messages.append(run_pb2.ChatMessage(role="assistant", content=content))
+    yield emit.event(
+        done=events_pb2.Done(
+            content=content,
+            new_messages=new_messages,
+            usage=events_pb2.TokenUsage(input_tokens=10 + 5 * len(request.history), output_tokens=len(sent)),
+            steps=emit.step,
+            tool_calls=tool_calls,
+            finish_reason=finish,
+        )
+    )
+
+
+@app.post("/v1/runs")
+async def start_run(request: Request, identity: Annotated[Identity, Depends(verified)]) -> EventSourceResponse:
+    body = await request.json()
+    run = run_pb2.RunRequest()
+    try:
+        json_format.ParseDict(body, run)  # strict: unknown fields are a contract violation
+    except json_format.ParseError as error:
+        raise HTTPException(400, f"not a RunRequest: {error}") from None
+    if identity.session_id != run.session_id:
+        raise HTTPException(403, "internal token is for another session")
+    run_id = run.run_id or f"orch-{time.time_ns()}"
+    received.append(
+        {
+            "run_id": run_id,
+            "user_id": identity.user_id,
+            "session_id": run.session_id,
+            "message": run.message,
+            "history": json_format.MessageToDict(run).get("history", []),
+            "spatial_context": json_format.MessageToDict(run).get("spatialContext"),
+        }
+    )
+    return EventSourceResponse(script(run, run_id), ping=0, sep="\n")
+
+
+@app.post("/v1/runs/{run_id}/cancel", status_code=202)
+async def cancel(run_id: str, _: Annotated[Identity, Depends(verified)]) -> dict[str, str]:
+    if run_id not in cancels:
+        raise HTTPException(404, "no such run")
+    cancels[run_id].set()
+    return {"run_id": run_id, "status": "cancelling"}
+
+
+@app.post("/v1/approvals/{approval_id}")
+async def approve(approval_id: str, request: Request, _: Annotated[Identity, Depends(verified)]) -> dict[str, Any]:
+    body = await request.json()
+    future = approvals.get(approval_id)
+    if future is None:
+        raise HTTPException(404, "no such approval")
+    if future.done():
+        raise HTTPException(409, "already answered")
+    future.set_result((bool(body["approved"]), body.get("reason")))
+    return {"approval_id": approval_id, "approved": bool(body["approved"])}
+
+
+@app.get("/_scripted/runs")
+async def runs() -> list[dict[str, Any]]:
+    return received
+
+
+@app.get("/healthz")
+async def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+if __name__ == "__main__":
+    uvicorn.run(app, host="127.0.0.1", port=int(os.environ["ORCH_PORT"]), log_level="warning")

@@ -1,0 +1,1 @@
+"""stacgis vector-tools: real vector datasets as MCP tools over Postgres + pgvector."""

@@ -1,0 +1,196 @@
+"""The operations behind the vector tools, independent of the MCP layer.
+
+Every argument is validated here and each error names its argument; nothing here writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from typing import Any
+
+import asyncpg
+import numpy as np
+import shapely
+from mcp.server.mcpserver.exceptions import ToolError
+
+from stacgis_common.embeddings import EmbeddingError, EmbeddingsClient
+from stacgis_vector import store
+from stacgis_vector.errors import ArgumentError
+from stacgis_vector.geometry import bounds_list, parse_bbox, simplify_for_result
+from stacgis_vector.names import normalize_name
+from stacgis_vector.ranking import reciprocal_rank_fusion
+from stacgis_vector.settings import VectorSettings
+
+MAX_FEATURE_ID_CHARS = 100
+MAX_SIMPLIFY_DEGREES = 10.0
+RESULT_DECIMALS = 6
+
+
+def _round(values: list[float], decimals: int = 5) -> list[float]:
+    return [round(float(value), decimals) for value in values]
+
+
+def feature_summary(row: asyncpg.Record) -> dict[str, Any]:
+    """A feature as search and box results show it: no geometry, just where it is."""
+    out: dict[str, Any] = {
+        "ref": {"dataset": row["dataset"], "id": row["id"]},
+        "name": row["name"],
+        "description": row["embedding_text"],
+        "geometry_type": row["geometry_type"],
+    }
+    if row["geometry_type"] == "Point":
+        out["coordinates"] = _round([row["anchor_lon"], row["anchor_lat"]])
+    else:
+        out["bbox"] = _round(bounds_list(row["bbox"]))
+        out["label_point"] = _round([row["anchor_lon"], row["anchor_lat"]])
+    properties = json.loads(row["properties"])
+    out["properties"] = {
+        key: properties[key] for key in row["summary_properties"] if properties.get(key) is not None
+    }
+    return out
+
+
+class VectorService:
+    def __init__(self, settings: VectorSettings, pool: asyncpg.Pool, embedder: EmbeddingsClient) -> None:
+        self.settings = settings
+        self.pool = pool
+        self.embedder = embedder
+
+    # -- validation --------------------------------------------------------------------------
+
+    def _text(self, value: Any, argument: str) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise ArgumentError(argument, "must be a non-empty string")
+        text = value.strip()
+        if len(text) > self.settings.max_query_chars:
+            raise ArgumentError(
+                argument, f"must be at most {self.settings.max_query_chars} characters (got {len(text)})"
+            )
+        return text
+
+    @staticmethod
+    def _limit(value: Any, maximum: int) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
+            raise ArgumentError("limit", f"must be an integer from 1 to {maximum}")
+        return value
+
+    async def _dataset(self, value: Any) -> str:
+        known = await store.dataset_ids(self.pool)
+        if not isinstance(value, str) or value not in known:
+            listed = ", ".join(known) if known else "none are loaded yet"
+            raise ArgumentError("dataset", f"unknown dataset {value!r}; known datasets: {listed}")
+        return value
+
+    async def _embed(self, text: str) -> list[float]:
+        try:
+            return await self.embedder.embed_one(text)
+        except EmbeddingError as error:
+            raise ToolError(f"semantic search is unavailable: {error}") from None
+
+    # -- tools -------------------------------------------------------------------------------
+
+    async def list_datasets(self) -> dict[str, Any]:
+        datasets = await store.list_datasets(self.pool)
+        return {"datasets": datasets, "count": len(datasets)}
+
+    async def search(self, query: Any, dataset: Any, bbox: Any, limit: Any) -> dict[str, Any]:
+        text = self._text(query, "query")
+        filters = store.Filters(
+            dataset=await self._dataset(dataset) if dataset is not None else None,
+            box=parse_bbox(bbox) if bbox is not None else None,
+        )
+        count = self._limit(limit, self.settings.max_limit)
+        vector = await self._embed(text)
+        candidates = max(self.settings.candidates_per_ranker, count)
+        by_name, by_text, by_vector = await asyncio.gather(
+            store.rank_by_name(self.pool, normalize_name(text), filters, candidates),
+            store.rank_by_text(self.pool, text, filters, candidates),
+            store.rank_by_vector(self.pool, vector, filters, candidates, self.settings.hnsw_ef_search),
+        )
+        similarity = dict(by_vector)
+        fused = reciprocal_rank_fusion(
+            {"name": by_name, "full_text": by_text, "semantic": [key for key, _ in by_vector]}, self.settings.rrf_k
+        )
+        rows = await store.summaries(self.pool, [entry.key for entry in fused])
+        # Equal fused scores (e.g. two places called Paris) go to the larger population.
+        fused.sort(key=lambda entry: (-entry.score, -(rows[entry.key]["population"] or 0)))
+        results = []
+        for entry in fused[:count]:
+            hit = feature_summary(rows[entry.key])
+            hit["score"] = round(entry.score, 5)
+            hit["matched_by"] = sorted(entry.ranks, key=lambda ranker: entry.ranks[ranker])
+            if entry.key in similarity:
+                hit["similarity"] = round(similarity[entry.key], 4)
+            results.append(hit)
+        return {"query": text, "results": results, "count": len(results)}
+
+    async def get_feature(self, dataset: Any, feature_id: Any, simplify: Any) -> dict[str, Any]:
+        name = await self._dataset(dataset)
+        if isinstance(feature_id, int) and not isinstance(feature_id, bool):
+            feature_id = str(feature_id)
+        if not isinstance(feature_id, str) or not feature_id.strip() or len(feature_id) > MAX_FEATURE_ID_CHARS:
+            raise ArgumentError("feature_id", f"must be a non-empty id of at most {MAX_FEATURE_ID_CHARS} characters")
+        tolerance: float | None = None
+        if simplify is not None:
+            valid = isinstance(simplify, (int, float)) and not isinstance(simplify, bool) and math.isfinite(simplify)
+            if not valid or not 0 < simplify <= MAX_SIMPLIFY_DEGREES:
+                raise ArgumentError("simplify", f"must be a tolerance in degrees, > 0 and <= {MAX_SIMPLIFY_DEGREES}")
+            tolerance = float(simplify)
+        row = await store.feature(self.pool, name, feature_id.strip())
+        if row is None:
+            raise ArgumentError(
+                "feature_id", f"dataset {name!r} has no feature {feature_id!r}; search_vector_features gives ids"
+            )
+        out = feature_summary(row)
+        out["properties"] = json.loads(row["properties"])
+        out["bbox"] = _round(bounds_list(row["bbox"]))
+        geometry = shapely.from_geojson(row["geometry_json"])
+        if tolerance is None and row["vertex_count"] <= self.settings.max_result_vertices:
+            out["geometry"] = json.loads(row["geometry_json"])
+            out["geometry_simplification"] = None
+        else:
+            result = simplify_for_result(geometry, tolerance, self.settings.max_result_vertices)
+            rounded = shapely.transform(result.geometry, lambda coords: np.round(coords, RESULT_DECIMALS))
+            out["geometry"] = json.loads(shapely.to_geojson(rounded))
+            out["geometry_simplification"] = {
+                "tolerance_degrees": result.tolerance,
+                "original_vertices": result.original_vertices,
+                "vertices": result.vertices,
+                "dropped_parts": result.dropped_parts,
+                "note": "simplified for display; tools taking the ref use the full geometry",
+            }
+        return out
+
+    async def query_by_bbox(self, dataset: Any, bbox: Any, limit: Any) -> dict[str, Any]:
+        name = await self._dataset(dataset)
+        box = parse_bbox(bbox)
+        count = self._limit(limit, self.settings.max_bbox_limit)
+        candidates = await store.box_candidates(self.pool, name, box)
+        area = box.shape()
+        shapely.prepare(area)
+        matched: list[str] = []
+        for row in candidates:
+            if row["inside"] or area.intersects(shapely.from_geojson(row["geometry_json"])):
+                matched.append(row["id"])
+        rows = await store.summaries(self.pool, [(name, feature_id) for feature_id in matched[:count]])
+        features = [feature_summary(rows[(name, feature_id)]) for feature_id in matched[:count]]
+        return {
+            "dataset": name,
+            "bbox": box.as_list(),
+            "matched": len(matched),
+            "returned": len(features),
+            "truncated": len(matched) > len(features),
+            "features": features,
+        }
+
+    async def full_feature(self, dataset: str, feature_id: str) -> str | None:
+        """The GeoJSON Feature with its full geometry, serialised (for the internal endpoint)."""
+        row = await store.feature(self.pool, dataset, feature_id)
+        if row is None:
+            return None
+        properties = {**json.loads(row["properties"]), "name": row["name"], "dataset": dataset}
+        head = json.dumps({"type": "Feature", "id": feature_id, "bbox": bounds_list(row["bbox"]), "properties": properties})
+        # The stored geometry is spliced in as text: no parse and re-serialise of large polygons.
+        return head[:-1] + ', "geometry": ' + row["geometry_json"] + "}"

