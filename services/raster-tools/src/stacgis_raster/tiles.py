@@ -10,6 +10,7 @@ import json
 import logging
 import math
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -32,6 +33,9 @@ from stacgis_raster.service import RasterService
 from stacgis_raster.validation import parse_interval
 
 log = logging.getLogger(__name__)
+
+# rio-tiler clamps global rasters to Web Mercator's latitude range on every such tile; expected, not news.
+warnings.filterwarnings("ignore", message="Adjusting dataset latitudes", category=UserWarning)
 
 MAX_ZOOM = 24
 RESAMPLING = {"nearest", "bilinear", "cubic", "cubic_spline", "lanczos", "average", "mode"}
