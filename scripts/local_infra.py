@@ -86,10 +86,11 @@ def chown_to_pg_user(path: Path) -> None:
         os.chown(path, entry.pw_uid, entry.pw_gid)
 
 
-def postgres_up() -> None:
+def postgres_up() -> bool:
+    """Start Postgres unless something listens on its port; True when this call started it."""
     if port_open(PG_PORT):
         say(f"postgres already listening on 127.0.0.1:{PG_PORT}")
-        return
+        return False
     binaries = pg_bin()
     ensure_os_user()
     for folder in (LOCAL, LOGS):
@@ -165,6 +166,7 @@ def postgres_up() -> None:
             check=True,
         )
     say(f"postgres ready on 127.0.0.1:{PG_PORT} (database {PG_DB}, data in {PG_DATA})")
+    return True
 
 
 def postgres_down() -> None:
@@ -199,10 +201,11 @@ def redis_server() -> str:
     return found
 
 
-def redis_up() -> None:
+def redis_up() -> bool:
+    """Start Redis unless something listens on its port; True when this call started it."""
     if port_open(REDIS_PORT):
         say(f"redis already listening on 127.0.0.1:{REDIS_PORT}")
-        return
+        return False
     binary = redis_server()
     for folder in (REDIS_DIR, RUN, LOGS):
         folder.mkdir(parents=True, exist_ok=True)
@@ -232,6 +235,7 @@ def redis_up() -> None:
     )
     wait_for(lambda: port_open(REDIS_PORT), "redis")
     say(f"redis ready on 127.0.0.1:{REDIS_PORT}")
+    return True
 
 
 def stop_pidfile(name: str) -> None:
@@ -251,6 +255,15 @@ def stop_pidfile(name: str) -> None:
     say(f"{name} stopped")
 
 
+def model_server_down() -> None:
+    stop_pidfile("model-server")
+
+
+def redis_down() -> None:
+    if port_open(REDIS_PORT) and (RUN / "redis.pid").exists():
+        stop_pidfile("redis")
+
+
 def model_server_healthy() -> bool:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{MODEL_PORT}/api/version", timeout=1) as response:
@@ -259,10 +272,11 @@ def model_server_healthy() -> bool:
         return False
 
 
-def model_server_up() -> None:
+def model_server_up() -> bool:
+    """Start the local model server unless something listens on its port; True when this call started it."""
     if port_open(MODEL_PORT):
         say(f"model server already listening on 127.0.0.1:{MODEL_PORT}")
-        return
+        return False
     for folder in (RUN, LOGS):
         folder.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "MODEL_SERVER_PORT": str(MODEL_PORT), "HF_HUB_OFFLINE": "1"}
@@ -278,6 +292,7 @@ def model_server_up() -> None:
     (RUN / "model-server.pid").write_text(str(process.pid))
     wait_for(model_server_healthy, "model server", timeout=120)
     say(f"model server ready on 127.0.0.1:{MODEL_PORT}")
+    return True
 
 
 def status() -> int:
@@ -301,9 +316,8 @@ def main() -> None:
         if not args.no_model_server:
             model_server_up()
     elif args.command == "down":
-        stop_pidfile("model-server")
-        if port_open(REDIS_PORT) and (RUN / "redis.pid").exists():
-            stop_pidfile("redis")
+        model_server_down()
+        redis_down()
         postgres_down()
     else:
         sys.exit(1 if status() else 0)

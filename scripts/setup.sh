@@ -13,10 +13,13 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   for package in "${APT_PACKAGES[@]}"; do
     dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
   done
+  # The raster demo-data builder fetches Debian packages with `apt-get download`: it needs package lists.
+  if [ ${#missing[@]} -gt 0 ] || ! compgen -G "/var/lib/apt/lists/*_Packages*" >/dev/null; then
+    apt-get update -qq
+  fi
   if [ ${#missing[@]} -gt 0 ]; then
     say "installing Debian packages: ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   fi
 else

@@ -15,10 +15,10 @@ async function seriousViolations(page: Page) {
 
 test("the app has no serious accessibility violations", async ({ page, request }) => {
   const token = uniqueToken("a11y");
-  const chart = { type: "line", data: { labels: ["a", "b", "c"], datasets: [{ label: "v", data: [1, 3, 2] }] } };
+  const chart = { chart_type: "line", title: "Values", labels: ["a", "b", "c"], datasets: [{ label: "v", data: [1, 3, 2] }] };
   await addRules(
     request,
-    toolThenAnswer(token, { name: "generate_chart", arguments: { chart } }, "**Done.** See [the docs](https://example.org)."),
+    toolThenAnswer(token, { name: "generate_chart", arguments: chart }, "**Done.** See [the docs](https://example.org)."),
   );
   await openApp(page);
   expect(await seriousViolations(page)).toEqual([]);

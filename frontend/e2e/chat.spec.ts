@@ -142,3 +142,39 @@ test("a model outage is shown as such", async ({ page, request }) => {
   await expect(page.locator("[data-notice=model_unavailable]")).toContainText("model is unavailable");
   await screenshot(page, "model-unavailable");
 });
+
+test("the conversation follows new text unless the user scrolled up", async ({ page, request }) => {
+  const token = uniqueToken("scroll");
+  const lines = Array.from({ length: 60 }, (_, i) => `Line ${i + 1} of a long answer.`).join("\n\n");
+  await addRules(request, [{ name: token, match: { last_user: token }, content: lines, chunk_chars: 12, delay_ms: 40 }]);
+  await page.setViewportSize({ width: 1200, height: 700 });
+  await openApp(page);
+  await send(page, `A long answer please ${token}`);
+
+  const conversation = page.getByRole("log", { name: "Messages" });
+  const atBottom = () =>
+    conversation.evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight <= 24);
+  await expect.poll(() => conversation.evaluate((el) => el.scrollHeight > el.clientHeight + 200)).toBe(true);
+  expect(await atBottom()).toBe(true);
+
+  // Scrolled up: the view stays where the user put it while text keeps coming.
+  await conversation.evaluate((el) => {
+    el.scrollTop = 0;
+    el.dispatchEvent(new Event("scroll"));
+  });
+  const heightBefore = await conversation.evaluate((el) => el.scrollHeight);
+  await expect.poll(() => conversation.evaluate((el) => el.scrollHeight)).toBeGreaterThan(heightBefore + 50);
+  expect(await conversation.evaluate((el) => el.scrollTop)).toBeLessThan(5);
+  const jump = page.getByRole("button", { name: "Jump to latest ↓" });
+  await expect(jump).toBeVisible();
+  await screenshot(page, "chat-scrolled-up");
+
+  // Back at the bottom: following resumes.
+  await jump.click();
+  await expect.poll(atBottom).toBe(true);
+  const grown = await conversation.evaluate((el) => el.scrollHeight);
+  await expect.poll(() => conversation.evaluate((el) => el.scrollHeight)).toBeGreaterThan(grown + 30);
+  expect(await atBottom()).toBe(true);
+  await waitForAnswer(page);
+  expect(await atBottom()).toBe(true);
+});

@@ -76,15 +76,14 @@ test("visualize_collection adds a raster layer whose tiles load, with a legend",
 
 test("generate_chart draws a chart in the conversation", async ({ page, request }) => {
   const token = uniqueToken("chart");
+  // The model describes the chart; the orchestrator turns it into a Chart.js config.
   const chart = {
-    type: "bar",
-    data: {
-      labels: ["Jan", "Feb", "Mar", "Apr"],
-      datasets: [{ label: "Precipitation (mm)", data: [62, 48, 55, 51] }],
-    },
-    options: { plugins: { title: { display: true, text: "Monthly precipitation" } } },
+    chart_type: "bar",
+    title: "Monthly precipitation",
+    labels: ["Jan", "Feb", "Mar", "Apr"],
+    datasets: [{ label: "Precipitation (mm)", data: [62, 48, 55, 51] }],
   };
-  await addRules(request, toolThenAnswer(token, { name: "generate_chart", arguments: { chart } }, "Here is the chart."));
+  await addRules(request, toolThenAnswer(token, { name: "generate_chart", arguments: chart }, "Here is the chart."));
   await openApp(page);
   await send(page, `Chart the monthly precipitation ${token}`);
   const answer = await waitForAnswer(page);
@@ -92,6 +91,7 @@ test("generate_chart draws a chart in the conversation", async ({ page, request 
   await expect(figure).toHaveAttribute("data-chart-ready", "true");
   await expect(figure).toHaveAttribute("data-chart-type", "bar");
   await expect(figure.getByRole("img", { name: "Chart: Monthly precipitation" })).toBeVisible();
+  await expect(page.locator("[data-notice=error]")).toHaveCount(0);
 
   // Something was drawn: the canvas holds more than one colour.
   const colours = await figure.locator("canvas").evaluate((canvas: HTMLCanvasElement) => {
@@ -103,6 +103,11 @@ test("generate_chart draws a chart in the conversation", async ({ page, request 
   });
   expect(colours).toBeGreaterThan(3);
   await screenshot(page, "chat-chart");
+
+  // The chart comes back with the conversation after a reload.
+  await page.reload();
+  await openApp(page);
+  await expect(lastAnswer(page).locator("figure.chart")).toHaveAttribute("data-chart-ready", "true");
 });
 
 test("the map centre, a clicked country and a drawn area go with the message", async ({ page, request }) => {

@@ -68,7 +68,9 @@ def stale(files: dict[str, str]) -> list[str]:
         path = TARGET_DIR / name
         current = path.read_text(encoding="utf-8") if path.exists() else ""
         if current != content:
-            diff = difflib.unified_diff(current.splitlines(), content.splitlines(), f"committed/{name}", f"fresh/{name}", lineterm="", n=1)
+            diff = difflib.unified_diff(
+                current.splitlines(), content.splitlines(), f"committed/{name}", f"fresh/{name}", lineterm="", n=1
+            )
             problems.append("\n".join(list(diff)[:20]))
     return problems
 

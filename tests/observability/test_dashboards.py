@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 import yaml
-
 from stacgis_observability.dashboards import DASHBOARDS
 from stacgis_observability.generate import problems
 from stacgis_observability.inspect import (
@@ -73,7 +72,7 @@ def test_every_panel_has_unit_description_thresholds_and_queries(board: str, pan
     assert targets and all(t["expr"].strip() for t in targets)
     assert len({t["refId"] for t in targets}) == len(targets), "refIds must be unique within a panel"
     grid = panel["gridPos"]
-    assert 0 <= grid["x"] and grid["x"] + grid["w"] <= 24
+    assert grid["x"] >= 0 and grid["x"] + grid["w"] <= 24
 
 
 @pytest.mark.parametrize(("board", "panel"), all_panels(), ids=lambda v: v if isinstance(v, str) else v["title"])

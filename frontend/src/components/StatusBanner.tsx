@@ -1,4 +1,4 @@
-import { loadInfo, stopRun } from "../state/chatController";
+import { initialise, stopRun } from "../state/chatController";
 import { useChatStore } from "../state/chatStore";
 
 const TITLES: Record<string, string> = {
@@ -34,7 +34,7 @@ export function StatusBanner() {
           </button>
         ) : null}
         {notice.kind === "unreachable" ? (
-          <button type="button" onClick={() => void loadInfo()}>
+          <button type="button" onClick={() => void initialise()}>
             Retry
           </button>
         ) : null}

@@ -31,12 +31,21 @@ export function Legend() {
               ×
             </button>
           </div>
-          <div className="legend-bar" style={{ background: cssGradient(legend.colors) }} aria-hidden="true" />
-          <div className="legend-scale">
-            <span>{legend.range ? formatValue(legend.range[0]) : "low"}</span>
-            <span>{legend.units ?? legend.colormapName ?? ""}</span>
-            <span>{legend.range ? formatValue(legend.range[1]) : "high"}</span>
-          </div>
+          {legend.colors.length > 0 ? (
+            <>
+              <div className="legend-bar" style={{ background: cssGradient(legend.colors) }} aria-hidden="true" />
+              <div className="legend-scale">
+                <span>{legend.range ? formatValue(legend.range[0]) : "low"}</span>
+                <span>{legend.units ?? legend.colormapName ?? ""}</span>
+                <span>{legend.range ? formatValue(legend.range[1]) : "high"}</span>
+              </div>
+            </>
+          ) : legend.range || legend.units ? (
+            <div className="legend-scale">
+              <span>{legend.range ? `${formatValue(legend.range[0])} – ${formatValue(legend.range[1])}` : ""}</span>
+              <span>{legend.units ?? ""}</span>
+            </div>
+          ) : null}
         </div>
       ))}
     </section>

@@ -249,13 +249,7 @@ export function MapView() {
   return (
     <section className="map-area" aria-label="Map">
       <div ref={containerRef} className="map-container" data-testid="map" />
-      <MapToolbar
-        onStartDrawing={() => {
-          const s = useUiStore.getState();
-          s.setSelectedFeature(null);
-          s.setDraw(startDrawing());
-        }}
-      />
+      <MapToolbar onStartDrawing={() => useUiStore.getState().setDraw(startDrawing())} />
       {loadError ? (
         <p className="map-error" role="status">
           {loadError}

@@ -5,7 +5,8 @@ describe("legend", () => {
   it("knows common colormap names, reversed ones too", () => {
     expect(colorsFor("viridis").colors[0]).toBe("#440154");
     expect(colorsFor("viridis_r").colors[0]).toBe("#fde725");
-    expect(colorsFor("unknown-map")).toEqual({ name: "unknown-map", colors: ["#000000", "#ffffff"] });
+    expect(colorsFor("unknown-map")).toEqual({ name: "unknown-map", colors: [] });
+    expect(colorsFor(null)).toEqual({ name: null, colors: [] });
   });
 
   it("reads explicit value-to-colour tables in value order", () => {

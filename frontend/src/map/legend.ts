@@ -2,7 +2,7 @@
 export interface LegendInfo {
   collectionId: string;
   title: string;
-  /** CSS colours from the low to the high end of the scale. */
+  /** CSS colours from the low to the high end of the scale; empty when the server did not say. */
   colors: string[];
   /** [min, max] of the scale, if known. */
   range: [number, number] | null;
@@ -41,7 +41,8 @@ function toCss(value: unknown): string | null {
 export function colorsFor(colormap: unknown): { name: string | null; colors: string[] } {
   if (typeof colormap === "string") {
     const key = colormap.toLowerCase().replace(/_r$/, "");
-    const colors = NAMED_COLORMAPS[key] ?? NAMED_COLORMAPS.gray;
+    const colors = NAMED_COLORMAPS[key];
+    if (!colors) return { name: colormap, colors: [] };
     return { name: colormap, colors: colormap.toLowerCase().endsWith("_r") ? [...colors].reverse() : colors };
   }
   if (colormap && typeof colormap === "object" && !Array.isArray(colormap)) {
@@ -51,7 +52,7 @@ export function colorsFor(colormap: unknown): { name: string | null; colors: str
       .sort((a, b) => a[0] - b[0]);
     if (entries.length > 0) return { name: null, colors: entries.map((e) => e[1]) };
   }
-  return { name: null, colors: NAMED_COLORMAPS.gray };
+  return { name: null, colors: [] };
 }
 
 /** Parses `[min, max]`, `"min,max"` or `{min, max}`. */

@@ -59,8 +59,9 @@ class FakeMap implements MapLike {
 
 const TILEJSON = {
   tilejson: "3.0.0",
-  name: "Luxembourg elevation",
-  tiles: ["/tiles/luxembourg-dem/{z}/{x}/{y}.png?colormap=terrain"],
+  name: "luxembourg-dem",
+  description: "Luxembourg elevation",
+  tiles: ["/tiles/luxembourg-dem/{z}/{x}/{y}.png?colormap_name=terrain"],
   bounds: [5.7, 49.4, 6.6, 50.2],
   minzoom: 6,
   maxzoom: 14,
@@ -115,11 +116,11 @@ describe("map bridge", () => {
     );
     expect(result).toEqual({ ok: true, message: "Showing Luxembourg elevation on the map" });
     expect(e.fetchJson).toHaveBeenCalledWith(
-      "http://app.test/tiles/luxembourg-dem/tilejson.json?colormap=terrain&rescale=150%2C560",
+      "http://app.test/tiles/luxembourg-dem/tilejson.json?colormap_name=terrain&rescale=150%2C560",
     );
     expect(map.sources.get("raster:luxembourg-dem")).toEqual({
       type: "raster",
-      tiles: ["http://app.test/tiles/luxembourg-dem/{z}/{x}/{y}.png?colormap=terrain"],
+      tiles: ["http://app.test/tiles/luxembourg-dem/{z}/{x}/{y}.png?colormap_name=terrain"],
       tileSize: 256,
       bounds: [5.7, 49.4, 6.6, 50.2],
       minzoom: 6,

@@ -159,7 +159,8 @@ async function visualize(args: JsonObject, env: BridgeEnv): Promise<BridgeResult
   }
   const rescale = rescaleParam(args.rescale);
   const params = new URLSearchParams();
-  if (typeof colormap === "string") params.set("colormap", colormap);
+  // Tile server convention (titiler, raster-tools): a named colormap is `colormap_name`.
+  if (typeof colormap === "string") params.set("colormap_name", colormap);
   if (rescale) params.set("rescale", rescale);
   const query = params.toString();
   const tilejsonUrl = new URL(
@@ -195,10 +196,11 @@ async function visualize(args: JsonObject, env: BridgeEnv): Promise<BridgeResult
   const id = overlayId(collectionId);
   const layer: RasterLayer = { id, type: "raster", source: id, paint: { "raster-opacity": 0.85 } };
 
-  const { name, colors } = colorsFor(colormap ?? tilejson.colormap ?? tilejson.colormap_name ?? null);
+  const { name, colors } = colorsFor(colormap ?? tilejson.colormap_name ?? tilejson.colormap ?? null);
+  const text = (v: unknown) => (typeof v === "string" && v.trim() ? v.trim() : null);
   const legend: LegendInfo = {
     collectionId,
-    title: typeof tilejson.name === "string" && tilejson.name ? tilejson.name : collectionId,
+    title: text(tilejson.description) ?? text(tilejson.name) ?? collectionId,
     colors,
     colormapName: name,
     range: parseRange(args.rescale) ?? parseRange(tilejson.rescale) ?? null,

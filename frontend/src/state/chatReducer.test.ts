@@ -120,10 +120,26 @@ describe("chatReducer", () => {
     let s = apply(started(), [
       ev(RUN, 1, 0, { runStarted: { sessionId: "s" } }),
       ev(RUN, 2, 1, {
-        approvalRequired: { approvalId: "ap1", callId: "c5", toolName: "add_knowledge", arguments: { text: "x" }, timeoutSeconds: 60 },
+        approvalRequired: {
+          approvalId: "ap1",
+          callId: "c5",
+          toolName: "add_knowledge",
+          arguments: { text: "x" },
+          timeoutSeconds: 60,
+          server: "knowledge-tools",
+          description: "Adds an entry to the knowledge base.",
+        },
       }),
     ]);
-    expect(s.approval).toMatchObject({ approvalId: "ap1", toolName: "add_knowledge", arguments: { text: "x" }, timeoutSeconds: 60, runId: RUN });
+    expect(s.approval).toMatchObject({
+      approvalId: "ap1",
+      toolName: "add_knowledge",
+      arguments: { text: "x" },
+      timeoutSeconds: 60,
+      runId: RUN,
+      server: "knowledge-tools",
+      description: "Adds an entry to the knowledge base.",
+    });
     expect(assistant(s).activities.at(-1)).toMatchObject({ kind: "approval", status: "pending" });
     s = chatReducer(s, { type: "approval_answered", approvalId: "ap1", approved: true });
     expect(s.approval).toBeNull();

@@ -34,6 +34,29 @@ describe("messagesFromHistory", () => {
     expect(messages.every((m) => m.status === "complete")).toBe(true);
   });
 
+  it("redraws charts from the model's own generate_chart arguments", () => {
+    const [, answer] = messagesFromHistory("s2", [
+      { role: "user", content: "Chart it" },
+      {
+        role: "assistant",
+        content: "",
+        tool_calls: [
+          {
+            id: "c1",
+            name: "generate_chart",
+            arguments: { chart_type: "bar", title: "Rain", labels: ["Jan", "Feb"], datasets: [{ label: "mm", data: [3, 4] }] },
+          },
+        ],
+      },
+      { role: "assistant", content: "Here it is." },
+    ]);
+    expect(answer.charts[0].config).toEqual({
+      type: "bar",
+      data: { labels: ["Jan", "Feb"], datasets: [{ label: "mm", data: [3, 4] }] },
+      options: { plugins: { title: { display: true, text: "Rain" } } },
+    });
+  });
+
   it("gives every message a stable unique id", () => {
     const a = messagesFromHistory("s1", [
       { role: "user", content: "a" },

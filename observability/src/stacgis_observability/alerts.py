@@ -14,7 +14,8 @@ SERVICES = "chat-gateway|agent-orchestrator|raster-tools|vector-tools|knowledge-
 SERVICE_JOBS = f'job=~".+-({SERVICES})"'
 CONTAINERS = f'container=~"{SERVICES}|frontend|ollama|postgresql|redis"'
 NOT_PROBES = 'route!~"/healthz|/readyz|/metrics"'
-SERVER_ERRORS = 'status=~"5.."'
+# 503 is the gateway's load shedding when the gate is full: StacgisGateSaturated covers it.
+SERVER_ERRORS = 'status=~"5..",status!="503"'
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,7 @@ SLO = Group(
             summary="{{ $labels.service }} answers {{ $value | humanizePercentage }} of requests with 5xx",
             description=(
                 "More than 5% of the requests to {{ $labels.service }} ({{ $labels.namespace }}) failed with a "
-                "server error for 10 minutes (probes excluded)."
+                "server error for 10 minutes (probes and load-shedding 503s excluded)."
             ),
         ),
         Alert(
@@ -168,10 +169,13 @@ SLO = Group(
         Alert(
             name="StacgisModelServerUnreachable",
             expr=(
-                'sum by (namespace) (rate(stacgis_model_errors_total{kind=~"model_unavailable|model_timeout"}[5m])) > 0\n'
-                'unless sum by (namespace) (rate(gen_ai_client_operation_duration_seconds_count{error_type=""}[5m])) > 0\n'
+                "sum by (namespace) (rate(stacgis_model_errors_total"
+                '{kind=~"model_unavailable|model_timeout"}[5m])) > 0\n'
+                "unless sum by (namespace) (rate(gen_ai_client_operation_duration_seconds_count"
+                '{error_type=""}[5m])) > 0\n'
                 "or\n"
-                'max by (namespace, deployment) (kube_deployment_status_replicas_available{deployment=~".+-ollama"}) == 0'
+                "max by (namespace, deployment) (kube_deployment_status_replicas_available"
+                '{deployment=~".+-ollama"}) == 0'
             ),
             duration="5m",
             severity="critical",

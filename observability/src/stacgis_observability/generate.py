@@ -19,7 +19,7 @@ RULES_HEADER = (
 )
 
 
-class _RuleDumper(yaml.SafeDumper):
+class _RuleDumper(yaml.SafeDumper):  # type: ignore[misc]
     """Writes multi-line strings (PromQL) as literal blocks, which read like the query itself."""
 
 

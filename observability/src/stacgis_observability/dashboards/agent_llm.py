@@ -67,7 +67,8 @@ model = Row(
             unit="short",
             queries=(
                 Query(
-                    f"sum({rate('gen_ai_client_token_usage_sum', OUTPUT_TOKENS)}) / sum({rate(OPERATION + '_sum', SUCCEEDED)})",
+                    f"sum({rate('gen_ai_client_token_usage_sum', OUTPUT_TOKENS)})"
+                    f" / sum({rate(OPERATION + '_sum', SUCCEEDED)})",
                     "tokens/s",
                 ),
             ),
@@ -81,7 +82,9 @@ model = Row(
                 "grows with history length and tool results fed back to the model."
             ),
             unit="short",
-            queries=(Query(f"sum by (gen_ai_token_type) ({rate('gen_ai_client_token_usage_sum')})", "{{gen_ai_token_type}}"),),
+            queries=(
+                Query(f"sum by (gen_ai_token_type) ({rate('gen_ai_client_token_usage_sum')})", "{{gen_ai_token_type}}"),
+            ),
             thresholds=volume(2000),
             width=8,
         ),

@@ -41,9 +41,7 @@ postgres = Row(
                 "than reads by far point at lock contention or a full disk."
             ),
             unit="s",
-            queries=(
-                Query(quantile(0.95, DB, "service, db_operation", POSTGRES), "{{service}} {{db_operation}}"),
-            ),
+            queries=(Query(quantile(0.95, DB, "service, db_operation", POSTGRES), "{{service}} {{db_operation}}"),),
             thresholds=rising(0.1, 0.5),
             width=24,
         ),

@@ -17,6 +17,8 @@ from ..panels import (
     volume,
 )
 
+# 503 is the gateway shedding load when the gate is full: shown under Capacity, not as an error.
+SERVER_ERRORS = 'status=~"5..",status!="503"'
 SERVICES_JOB = 'job=~".*(chat-gateway|agent-orchestrator|raster-tools|vector-tools|knowledge-tools|memory-tools)"'
 
 traffic = Row(
@@ -75,14 +77,15 @@ errors = Row(
         PanelSpec(
             title="Server error ratio by service",
             description=(
-                "Share of requests answered with a 5xx status per service (probes excluded). "
+                "Share of requests answered with a 5xx status other than 503 per service (probes excluded; 503 "
+                "is the gate shedding load, see Capacity). "
                 "Above 1% something is failing for users; the StacgisHighErrorRatio alert fires at 5% for 10 minutes."
             ),
             unit="percentunit",
             queries=(
                 Query(
                     ratio_or_zero(
-                        rate("http_server_requests_total", NOT_PROBES, 'status=~"5.."'),
+                        rate("http_server_requests_total", NOT_PROBES, SERVER_ERRORS),
                         rate("http_server_requests_total", NOT_PROBES),
                         "service",
                     ),
@@ -125,15 +128,18 @@ latency = Row(
                 "(http_server_request_duration_seconds). For streaming endpoints this is the time to open the stream."
             ),
             unit="s",
-            queries=(Query(quantile(0.95, "http_server_request_duration_seconds", "service", NOT_PROBES), "{{service}}"),),
+            queries=(
+                Query(quantile(0.95, "http_server_request_duration_seconds", "service", NOT_PROBES), "{{service}}"),
+            ),
             thresholds=rising(0.5, 2),
         ),
         PanelSpec(
             title="Time to first token seen by users",
             description=(
                 "From the gateway receiving a chat request to sending the first answer token "
-                "(stacgis_gateway_time_to_first_token_seconds): p50 and p95. Includes gate, orchestration, tool calls "
-                "before the answer and the model's own time to first token. Alert StacgisHighTimeToFirstToken at p95 > 15 s."
+                "(stacgis_gateway_time_to_first_token_seconds): p50 and p95. Includes gate, orchestration, tool "
+                "calls before the answer and the model's own time to first token. StacgisHighTimeToFirstToken "
+                "fires at p95 > 15 s."
             ),
             unit="s",
             queries=(

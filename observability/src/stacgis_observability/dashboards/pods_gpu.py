@@ -23,9 +23,7 @@ processes = Row(
                 "single Python process."
             ),
             unit="short",
-            queries=(
-                Query(f"sum by (job) (rate({sel('process_cpu_seconds_total', SERVICES_JOB)}{RATE}))", "{{job}}"),
-            ),
+            queries=(Query(f"sum by (job) (rate({sel('process_cpu_seconds_total', SERVICES_JOB)}{RATE}))", "{{job}}"),),
             thresholds=rising(0.7, 0.9),
             width=8,
         ),
@@ -36,9 +34,7 @@ processes = Row(
                 "with GDAL's block cache; a steady climb elsewhere suggests a leak."
             ),
             unit="bytes",
-            queries=(
-                Query(f"max by (job) ({sel('process_resident_memory_bytes', SERVICES_JOB)})", "{{job}}"),
-            ),
+            queries=(Query(f"max by (job) ({sel('process_resident_memory_bytes', SERVICES_JOB)})", "{{job}}"),),
             thresholds=rising(768 * 2**20, 1536 * 2**20),
             width=8,
         ),
@@ -91,9 +87,7 @@ pods = Row(
                 "the kubelet compares to the limit before an OOM kill."
             ),
             unit="bytes",
-            queries=(
-                Query(f"sum by (pod) ({sel('container_memory_working_set_bytes', CONTAINERS)})", "{{pod}}"),
-            ),
+            queries=(Query(f"sum by (pod) ({sel('container_memory_working_set_bytes', CONTAINERS)})", "{{pod}}"),),
             thresholds=rising(1 * 2**30, 2 * 2**30),
             cluster_only="cAdvisor",
         ),
@@ -107,7 +101,8 @@ pods = Row(
             unit="short",
             queries=(
                 Query(
-                    f"sum by (pod, container) (increase({sel('kube_pod_container_status_restarts_total', CONTAINERS)}[1h]))",
+                    "sum by (pod, container) "
+                    f"(increase({sel('kube_pod_container_status_restarts_total', CONTAINERS)}[1h]))",
                     "{{pod}} {{container}}",
                 ),
             ),

@@ -96,28 +96,47 @@ calls = Row(
     ),
 )
 
-raster = Row(
-    "raster-tools",
+MCP = "mcp_server_operation_duration_seconds"
+TOOL_CALL = 'mcp_method_name="tools/call"'
+
+servers = Row(
+    "Tool servers (server side)",
     (
         PanelSpec(
-            title="raster-tools calls per second by tool and outcome",
-            description="Tool calls served by raster-tools, counted by the server (raster_tool_calls_total).",
+            title="Tool calls handled per second by server",
+            description=(
+                "tools/call requests each MCP server handled, by error type (empty: answered), from the MCP "
+                f"SDK's server spans ({MCP}_count). tool_error: the tool refused the call, usually arguments "
+                "it names in the message."
+            ),
             unit="ops",
-            queries=(Query(f"sum by (tool, outcome) ({rate('raster_tool_calls_total')})", "{{tool}} {{outcome}}"),),
-            thresholds=volume(10),
-            width=8,
+            queries=(
+                Query(
+                    f"sum by (service, error_type) ({rate(MCP + '_count', TOOL_CALL)})",
+                    "{{service}} {{error_type}}",
+                ),
+            ),
+            thresholds=volume(20),
         ),
         PanelSpec(
-            title="raster-tools p95 tool time",
+            title="p95 server-side tool time by tool",
             description=(
-                "95th percentile of the server-side time per raster tool (raster_tool_duration_seconds): COG "
-                "reads, statistics and zonal computations without the network hop."
+                f"95th percentile of the time a tool server spends on one call, per tool ({MCP}): raster "
+                "reads (COG windows, overviews, zonal statistics) on raster-tools, pgvector searches on "
+                "vector-, knowledge- and memory-tools. The gap to the orchestrator's view is network and retries."
             ),
             unit="s",
-            queries=(Query(quantile(0.95, "raster_tool_duration_seconds", "tool"), "{{tool}}"),),
+            queries=(
+                Query(quantile(0.95, MCP, "service, gen_ai_tool_name", TOOL_CALL), "{{service}}/{{gen_ai_tool_name}}"),
+            ),
             thresholds=rising(1, 5),
-            width=8,
         ),
+    ),
+)
+
+raster = Row(
+    "raster-tools map tiles",
+    (
         PanelSpec(
             title="Map tile latency",
             description=(
@@ -135,13 +154,13 @@ raster = Row(
         PanelSpec(
             title="Map tiles per second by outcome",
             description=(
-                "Tile requests by outcome (raster_tiles_total): ok, empty (outside the data) and errors. "
-                "A rise in errors usually means an unreadable asset or a bad style parameter."
+                "Tile requests by outcome (raster_tiles_total). A rise in errors usually means an unreadable "
+                "asset or a bad rendering parameter."
             ),
             unit="ops",
             queries=(Query(f"sum by (outcome) ({rate('raster_tiles_total')})", "{{outcome}}"),),
             thresholds=volume(100),
-            width=12,
+            width=8,
         ),
         PanelSpec(
             title="Area reads served from overviews",
@@ -152,7 +171,7 @@ raster = Row(
             unit="ops",
             queries=(Query(f"sum({rate('raster_overview_reads_total')})", "overview reads"),),
             thresholds=volume(5),
-            width=12,
+            width=8,
         ),
     ),
 )
@@ -162,5 +181,5 @@ DASHBOARD = DashboardSpec(
     title="stacgis / Tools per server",
     description="MCP tool calls per tool server: rate, failures, latency, circuit breakers, and raster tiles.",
     file_name="stacgis-tools.json",
-    rows=(calls, raster),
+    rows=(calls, servers, raster),
 )

@@ -20,7 +20,8 @@ RESOURCE_TITLES = {
 
 
 class ResourceCache:
-    """Resources such as `collections://list`, summarised and cached: they change rarely and are the same for every user."""
+    """Resources such as `collections://list`, summarised and cached: they change rarely and are the
+    same for every user."""
 
     def __init__(self, pool: ToolPool, settings: OrchestratorSettings) -> None:
         self.pool = pool
@@ -56,7 +57,9 @@ class ResourceCache:
         return summarize_resource(text, self.settings.max_resource_chars)
 
 
-async def fetch_memories(pool: ToolPool, settings: OrchestratorSettings, query: str, headers: Mapping[str, str]) -> list[str]:
+async def fetch_memories(
+    pool: ToolPool, settings: OrchestratorSettings, query: str, headers: Mapping[str, str]
+) -> list[str]:
     """The user's most relevant long-term memories, from memory-tools (empty when unavailable)."""
     if settings.memory_limit == 0 or settings.memory_server not in pool.servers:
         return []
@@ -64,7 +67,9 @@ async def fetch_memories(pool: ToolPool, settings: OrchestratorSettings, query: 
         (t for t in pool.tools() if t.server == settings.memory_server and t.remote_name == settings.memory_tool), None
     )
     if tool is None:
-        log.warning("memory server %s offers no %s tool: no long-term memories", settings.memory_server, settings.memory_tool)
+        log.warning(
+            "memory server %s offers no %s tool: no long-term memories", settings.memory_server, settings.memory_tool
+        )
         return []
     try:
         async with asyncio.timeout(settings.context_timeout_seconds):

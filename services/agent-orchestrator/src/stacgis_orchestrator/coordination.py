@@ -97,8 +97,8 @@ class Coordinator:
     async def start(self) -> None:
         self._listener = asyncio.create_task(self._listen(), name="coordination-listener")
 
-    async def wait_subscribed(self, timeout: float = 5.0) -> None:
-        await asyncio.wait_for(self._subscribed.wait(), timeout)
+    async def wait_subscribed(self, seconds: float = 5.0) -> None:
+        await asyncio.wait_for(self._subscribed.wait(), seconds)
 
     async def _listen(self) -> None:
         delay = 0.2
@@ -120,7 +120,7 @@ class Coordinator:
                 delay = min(delay * 2, 5.0)
             finally:
                 with contextlib.suppress(Exception):
-                    await pubsub.aclose()
+                    await pubsub.aclose()  # type: ignore[no-untyped-call]
 
     def _dispatch(self, channel: str, data: str) -> None:
         if channel.startswith(f"{PREFIX}:cancel:"):
@@ -135,7 +135,9 @@ class Coordinator:
 
     # Runs.
 
-    async def register_run(self, run_id: str, user_id: str, session_id: str | None, on_cancel: Callable[[], None]) -> bool:
+    async def register_run(
+        self, run_id: str, user_id: str, session_id: str | None, on_cancel: Callable[[], None]
+    ) -> bool:
         """Record a new run held by this replica; False when the id is already taken."""
         key = run_key(run_id)
         if not await self.redis.hsetnx(key, "user_id", user_id):
@@ -181,13 +183,15 @@ class Coordinator:
                     status = await self._expire(keys=[approval_key(approval_id)])
                     if status in ("approved", "rejected"):
                         reason = await self.redis.hget(approval_key(approval_id), "reason") or ""
-                        return Decision(status, reason)
+                        return Decision("approved" if status == "approved" else "rejected", str(reason))
                     return Decision("expired", f"no decision within {timeout_seconds:g} s")
                 with contextlib.suppress(TimeoutError):
                     return await asyncio.wait_for(asyncio.shield(waiter), min(POLL_SECONDS, remaining))
                 record = await self.redis.hgetall(approval_key(approval_id))
-                if record.get("status") in ("approved", "rejected"):
-                    return Decision(record["status"], record.get("reason", ""))
+                if record.get("status") == "approved":
+                    return Decision("approved", str(record.get("reason", "")))
+                if record.get("status") == "rejected":
+                    return Decision("rejected", str(record.get("reason", "")))
         finally:
             self._waiters.pop(approval_id, None)
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from google.protobuf import json_format
 from google.protobuf.struct_pb2 import Struct
+
 from stacgis_proto.v1 import events_pb2, run_pb2
 
 from .llm.types import Message, ToolCall
@@ -26,7 +27,7 @@ def event_name(event: events_pb2.AgentEvent) -> str:
 
 
 def to_json(event: events_pb2.AgentEvent) -> str:
-    return json_format.MessageToJson(event, indent=None, ensure_ascii=False)
+    return str(json_format.MessageToJson(event, indent=None, ensure_ascii=False))
 
 
 def message_to_proto(message: Message) -> run_pb2.ChatMessage:

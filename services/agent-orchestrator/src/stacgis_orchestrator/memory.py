@@ -11,7 +11,9 @@ def truncate_result(text: str, limit: int) -> tuple[str, bool]:
     """Cut a tool result to `limit` characters, saying so, so the model knows data is missing."""
     if len(text) <= limit:
         return text, False
-    notice = f"\n[truncated: showing the first {limit} of {len(text)} characters; ask for less data if you need the rest]"
+    notice = (
+        f"\n[truncated: showing the first {limit} of {len(text)} characters; ask for less data if you need the rest]"
+    )
     return text[:limit] + notice, True
 
 

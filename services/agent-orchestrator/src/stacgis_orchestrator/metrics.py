@@ -28,14 +28,21 @@ TIME_TO_FIRST_TOKEN = Histogram(
 MODEL_ERRORS = Counter("stacgis_model_errors_total", "Failed model calls by kind", ["kind"])
 
 STEPS_PER_RUN = Histogram(
-    "stacgis_agent_steps_per_run", "Agent steps (model calls) per run", buckets=(1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 30, 50)
+    "stacgis_agent_steps_per_run",
+    "Agent steps (model calls) per run",
+    buckets=(1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 30, 50),
 )
 RUNS = Counter("stacgis_agent_runs_total", "Finished runs by outcome", ["outcome"])
 ACTIVE_RUNS = Gauge("stacgis_agent_active_runs", "Runs in progress on this replica")
 
-TOOL_CALLS = Counter("stacgis_tool_calls_total", "Tool calls by tool, server and outcome", ["tool", "server", "outcome"])
+TOOL_CALLS = Counter(
+    "stacgis_tool_calls_total", "Tool calls by tool, server and outcome", ["tool", "server", "outcome"]
+)
 TOOL_DURATION = Histogram(
-    "stacgis_tool_duration_seconds", "Duration of tool calls, retries included", ["tool", "server"], buckets=SECONDS_BUCKETS
+    "stacgis_tool_duration_seconds",
+    "Duration of tool calls, retries included",
+    ["tool", "server"],
+    buckets=SECONDS_BUCKETS,
 )
 TOOL_SELECTION_SECONDS = Histogram(
     "stacgis_tool_selection_seconds",

@@ -53,8 +53,14 @@ def summarize_resource(text: str, limit: int) -> str:
         if isinstance(item, dict):
             ident = item.get("id") or item.get("name") or item.get("dataset")
             title = item.get("title") or item.get("description") or ""
-            extras = [f"{key}: {item[key]}" for key in ("units", "time_range", "temporal_extent", "count") if item.get(key)]
-            line = f"- {ident}" + (f": {title}" if title else "") + (f" ({'; '.join(str(e) for e in extras)})" if extras else "")
+            extras = [
+                f"{key}: {item[key]}" for key in ("units", "time_range", "temporal_extent", "count") if item.get(key)
+            ]
+            line = (
+                f"- {ident}"
+                + (f": {title}" if title else "")
+                + (f" ({'; '.join(str(e) for e in extras)})" if extras else "")
+            )
             lines.append(line)
         else:
             lines.append(f"- {item}")
@@ -130,7 +136,9 @@ def spatial_context_message(
     lines = []
     if center is not None:
         lat, lon = center
-        lines.append(f"The user's map is centred on lat {lat:.5f}, lon {lon:.5f}" + (f" at zoom {zoom:g}." if zoom else "."))
+        lines.append(
+            f"The user's map is centred on lat {lat:.5f}, lon {lon:.5f}" + (f" at zoom {zoom:g}." if zoom else ".")
+        )
     if selected_feature:
         properties = selected_feature.get("properties") or {}
         geometry = selected_feature.get("geometry") or {}

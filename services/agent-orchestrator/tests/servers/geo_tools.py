@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -67,12 +66,18 @@ if settings.variant == "raster":
     @server.tool(annotations=READ_ONLY)
     def list_raster_collections() -> dict[str, Any]:
         """List the raster collections (satellite imagery, elevation, climate grids) with titles and units."""
-        return {"collections": [{"id": key, "title": value["title"], "units": value["units"]} for key, value in COLLECTIONS.items()]}
+        return {
+            "collections": [
+                {"id": key, "title": value["title"], "units": value["units"]} for key, value in COLLECTIONS.items()
+            ]
+        }
 
     @server.tool(annotations=READ_ONLY)
     def get_raster_statistics(
         collection_id: str,
-        bbox: Annotated[list[float], Field(min_length=4, max_length=4, description="west, south, east, north in degrees")],
+        bbox: Annotated[
+            list[float], Field(min_length=4, max_length=4, description="west, south, east, north in degrees")
+        ],
         band: int | None = None,
     ) -> dict[str, Any]:
         """Minimum, maximum and mean of a raster collection inside a bounding box."""
@@ -81,7 +86,14 @@ if settings.variant == "raster":
         if west >= east or south >= north:
             raise ToolError("bbox: west must be < east and south < north")
         low, high, mean = collection["stats"]
-        return {"collection_id": collection_id, "band": band or 1, "min": low, "max": high, "mean": mean, "units": collection["units"]}
+        return {
+            "collection_id": collection_id,
+            "band": band or 1,
+            "min": low,
+            "max": high,
+            "mean": mean,
+            "units": collection["units"],
+        }
 
     @server.tool(annotations=READ_ONLY)
     def query_raster_point(
@@ -111,7 +123,11 @@ if settings.variant == "raster":
         """The caller as the internal token says, and the trace context the request carried."""
         identity = current_identity()
         headers = ctx.headers or {}
-        return {"user_id": identity.user_id, "session_id": identity.session_id, "traceparent": headers.get("traceparent")}
+        return {
+            "user_id": identity.user_id,
+            "session_id": identity.session_id,
+            "traceparent": headers.get("traceparent"),
+        }
 
     @server.tool(annotations=WRITES)
     def save_note(text: str) -> str:
@@ -144,7 +160,10 @@ elif settings.variant == "vector":
     @server.tool(annotations=READ_ONLY)
     def search_vector_features(query: str, limit: Annotated[int, Field(ge=1, le=50)] = 5) -> dict[str, Any]:
         """Find places by name: cities with coordinates, countries with bounding boxes."""
-        places = {"berlin": {"name": "Berlin", "lon": 13.405, "lat": 52.52}, "paris": {"name": "Paris", "lon": 2.35, "lat": 48.857}}
+        places = {
+            "berlin": {"name": "Berlin", "lon": 13.405, "lat": 52.52},
+            "paris": {"name": "Paris", "lon": 2.35, "lat": 48.857},
+        }
         hits = [value for key, value in places.items() if key in query.lower()]
         return {"features": hits[:limit]}
 
@@ -156,7 +175,9 @@ elif settings.variant == "vector":
     @server.resource("vector://datasets/all", mime_type="application/json")
     def datasets_resource() -> str:
         """Every vector dataset."""
-        return json.dumps([{"id": "countries", "title": "Natural Earth countries"}, {"id": "cities", "title": "GeoNames cities"}])
+        return json.dumps(
+            [{"id": "countries", "title": "Natural Earth countries"}, {"id": "cities", "title": "GeoNames cities"}]
+        )
 
 elif settings.variant == "memory":
     MEMORIES: dict[str, list[str]] = json.loads(settings.memories)

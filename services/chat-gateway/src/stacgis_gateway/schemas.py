@@ -45,6 +45,8 @@ def check_chat_request(request: ChatRequest, settings: GatewaySettings) -> None:
     errors: list[dict[str, Any]] = []
     if not request.message.strip():
         errors.append(_error(("body", "message"), "message must not be blank"))
+    if "\x00" in request.message:
+        errors.append(_error(("body", "message"), "message must not contain NUL characters"))
     if len(request.message) > settings.max_message_chars:
         errors.append(
             _error(

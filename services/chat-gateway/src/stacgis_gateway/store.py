@@ -43,6 +43,21 @@ class RunRecord:
     started_at: datetime
 
 
+def _text(value: str | None) -> str | None:
+    # Postgres text and jsonb cannot hold NUL; a model or tool may still produce one.
+    return value.replace("\x00", "\ufffd") if value else value
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, str):
+        return _text(value)
+    if isinstance(value, list):
+        return [_clean(item) for item in value]
+    if isinstance(value, dict):
+        return {str(_text(key)): _clean(item) for key, item in value.items()}
+    return value
+
+
 async def _init_json(connection: asyncpg.Connection) -> None:
     await connection.set_type_codec("jsonb", encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
 
@@ -205,10 +220,10 @@ class HistoryStore:
                         (
                             uuid.UUID(run.session_id),
                             message.role,
-                            message.content,
-                            message.tool_calls or None,
-                            message.tool_call_id,
-                            message.name,
+                            _text(message.content) or "",
+                            _clean(message.tool_calls) or None,
+                            _text(message.tool_call_id),
+                            _text(message.name),
                             run.run_id,
                             # The user's message keeps the time it was sent; the rest are stamped now.
                             run.started_at if index == 0 and message.role == "user" else None,

@@ -34,12 +34,19 @@ HTTP_DURATION = Histogram(
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
 )
 
-# OpenTelemetry's db.client.operation.duration, fed from the asyncpg and redis client spans.
+# Metrics derived from spans (see SpanMetricsProcessor), named after OpenTelemetry's
+# db.client.operation.duration and mcp.server.operation.duration.
 DB_DURATION = Histogram(
     "db_client_operation_duration_seconds",
     "Time of database client operations (Postgres and Redis), from their client spans",
     ["service", "db_system", "db_operation"],
     buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
+)
+MCP_DURATION = Histogram(
+    "mcp_server_operation_duration_seconds",
+    "Time MCP servers take to handle a request (tools/call, resources/read, ...), from the MCP SDK's server spans",
+    ["service", "mcp_method_name", "gen_ai_tool_name", "error_type"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
 )
 
 _configured = False
@@ -84,25 +91,34 @@ def _plain(value: object) -> object:
     return list(value) if isinstance(value, tuple) else value
 
 
-class DbMetricsSpanProcessor(SpanProcessor):
-    """Times every database client span (asyncpg, redis) into DB_DURATION.
+class SpanMetricsProcessor(SpanProcessor):
+    """Turns finished spans into Prometheus histograms, so every service gets the same views for free.
 
-    The instrumentations name a span after its operation (SELECT, XADD, ...); anything that does
-    not look like one is counted as "other" so the label stays low-cardinality.
+    - database client spans (asyncpg, redis) -> DB_DURATION. The instrumentations name a span after
+      its operation (SELECT, XADD, ...); anything else is counted as "other" to keep labels bounded.
+    - MCP server spans of the MCP SDK ("tools/call <tool>") -> MCP_DURATION, with the SDK's error.type.
     """
 
     def __init__(self, service: str) -> None:
         self.service = service
 
     def on_end(self, span: ReadableSpan) -> None:
+        if span.start_time is None or span.end_time is None:
+            return
+        seconds = (span.end_time - span.start_time) / 1e9
         attributes = span.attributes or {}
         system = attributes.get("db.system") or attributes.get("db.system.name")
-        if span.kind is not SpanKind.CLIENT or not system or span.start_time is None or span.end_time is None:
+        if span.kind is SpanKind.CLIENT and system:
+            operation = span.name.upper()
+            if not _OPERATION.fullmatch(operation):
+                operation = "other"
+            DB_DURATION.labels(self.service, str(system), operation).observe(seconds)
             return
-        operation = span.name.upper()
-        if not _OPERATION.fullmatch(operation):
-            operation = "other"
-        DB_DURATION.labels(self.service, str(system), operation).observe((span.end_time - span.start_time) / 1e9)
+        method = attributes.get("mcp.method.name")
+        if span.kind is SpanKind.SERVER and method:
+            tool = str(attributes.get("gen_ai.tool.name") or "")
+            error = str(attributes.get("error.type") or "")
+            MCP_DURATION.labels(self.service, str(method), tool, error).observe(seconds)
 
 
 _OPERATION = re.compile(r"[A-Z][A-Z_.]{0,23}")
@@ -130,7 +146,7 @@ def setup_telemetry(service: str, settings: ServiceSettings, trace_file: str | N
             provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
         if trace_file:
             provider.add_span_processor(SimpleSpanProcessor(JsonLinesSpanExporter(trace_file)))
-        provider.add_span_processor(DbMetricsSpanProcessor(service))
+        provider.add_span_processor(SpanMetricsProcessor(service))
         trace.set_tracer_provider(provider)
         HTTPXClientInstrumentor().instrument()
         AsyncPGInstrumentor().instrument()  # type: ignore[no-untyped-call]

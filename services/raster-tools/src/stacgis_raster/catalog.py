@@ -276,7 +276,16 @@ class _CachedSource:
         raise NotImplementedError
 
     def load(self) -> None:
-        records = self._fetch()
+        try:
+            records = self._fetch()
+        except UpstreamError:
+            raise
+        except FileNotFoundError as exc:
+            raise UpstreamError(
+                f"no STAC catalog at {exc.filename}: build the demo data (make data) or set RASTER_STAC_URL"
+            ) from exc
+        except Exception as exc:
+            raise UpstreamError(f"could not load the STAC catalog: {type(exc).__name__}: {exc}") from exc
         with self._lock:
             self._records = records
             self._loaded_at = time.monotonic()
@@ -374,7 +383,6 @@ class StacApiSource(_CachedSource):
                 bbox=list(bbox) if bbox else None,
                 datetime=datetime_arg,
                 max_items=limit,
-                sortby="+datetime",
             )
             items = [item_record(i, collection.id) for i in search.items()]
         except Exception as exc:

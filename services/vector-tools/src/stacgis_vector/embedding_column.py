@@ -121,7 +121,10 @@ async def reembed(pool: asyncpg.Pool, target: EmbeddingTarget, embedder: Embedde
         condition = " AND ".join(f"{column} = ${index + 2}" for index, column in enumerate(target.key_columns))
         await connection.executemany(
             f"UPDATE {target.qualified} SET embedding = $1::real[]::vector WHERE {condition}",
-            [(vector, *(row[column] for column in target.key_columns)) for row, vector in zip(rows, vectors, strict=True)],
+            [
+                (vector, *(row[column] for column in target.key_columns))
+                for row, vector in zip(rows, vectors, strict=True)
+            ],
         )
         await connection.execute(
             f"CREATE INDEX {target.index_name} ON {target.qualified} USING hnsw (embedding vector_cosine_ops)"

@@ -27,7 +27,7 @@ INSTRUCTIONS = (
     "Find a place with search_vector_features, then pass its `ref` ({dataset, id}) to tools that take a "
     "geometry (raster statistics, zonal statistics): the full geometry is resolved server-side."
 )
-READ_ONLY = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False)
+READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 
 settings = load_settings(VectorSettings)
 server = create_mcp_server("vector-tools", settings, instructions=INSTRUCTIONS)
@@ -52,6 +52,7 @@ def compact(result: dict[str, Any]) -> CallToolResult:
     pretty-printed one number per line would triple what reaches the model's context."""
     text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=result)
+
 
 Limit = Annotated[int, Field(ge=1, le=settings.max_limit, description="Maximum number of results.")]
 BBox = Annotated[

@@ -46,9 +46,7 @@ def feature_summary(row: asyncpg.Record) -> dict[str, Any]:
         out["bbox"] = _round(bounds_list(row["bbox"]))
         out["label_point"] = _round([row["anchor_lon"], row["anchor_lat"]])
     properties = json.loads(row["properties"])
-    out["properties"] = {
-        key: properties[key] for key in row["summary_properties"] if properties.get(key) is not None
-    }
+    out["properties"] = {key: properties[key] for key in row["summary_properties"] if properties.get(key) is not None}
     return out
 
 
@@ -191,6 +189,8 @@ class VectorService:
         if row is None:
             return None
         properties = {**json.loads(row["properties"]), "name": row["name"], "dataset": dataset}
-        head = json.dumps({"type": "Feature", "id": feature_id, "bbox": bounds_list(row["bbox"]), "properties": properties})
+        head = json.dumps(
+            {"type": "Feature", "id": feature_id, "bbox": bounds_list(row["bbox"]), "properties": properties}
+        )
         # The stored geometry is spliced in as text: no parse and re-serialise of large polygons.
-        return head[:-1] + ', "geometry": ' + row["geometry_json"] + "}"
+        return f'{head[:-1]}, "geometry": {row["geometry_json"]}}}'

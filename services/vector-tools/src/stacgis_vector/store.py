@@ -171,11 +171,24 @@ async def dataset_checksum(pool: asyncpg.Pool, dataset: str) -> str | None:
     return str(value) if value is not None else None
 
 
-FEATURE_COLUMNS = (
-    "dataset", "id", "name", "name_normalized", "alternate_names", "population", "properties", "geometry",
-    "geometry_type", "vertex_count", "bbox", "anchor_lon", "anchor_lat", "embedding_text", "search_document",
+FEATURE_COLUMNS = [
+    "dataset",
+    "id",
+    "name",
+    "name_normalized",
+    "alternate_names",
+    "population",
+    "properties",
+    "geometry",
+    "geometry_type",
+    "vertex_count",
+    "bbox",
+    "anchor_lon",
+    "anchor_lat",
+    "embedding_text",
+    "search_document",
     "embedding",
-)
+]
 
 
 async def replace_dataset(pool: asyncpg.Pool, dataset: dict[str, Any], rows: list[tuple[Any, ...]]) -> None:
@@ -203,7 +216,4 @@ async def replace_dataset(pool: asyncpg.Pool, dataset: dict[str, Any], rows: lis
             dataset["summary_properties"],
             dataset["source_checksum"],
         )
-        await connection.copy_records_to_table(
-            "features", schema_name=SCHEMA, columns=list(FEATURE_COLUMNS), records=rows
-        )
-
+        await connection.copy_records_to_table("features", schema_name=SCHEMA, columns=FEATURE_COLUMNS, records=rows)

@@ -25,8 +25,11 @@ def model_http_error(status: int, text: str, model: str, base_url: str) -> Model
 def transport_error(error: httpx.HTTPError, base_url: str, timeout_seconds: float) -> ModelError:
     if isinstance(error, httpx.TimeoutException):
         return ModelError(
-            "model_timeout", f"the model server at {base_url} sent nothing for {timeout_seconds:g} s ({type(error).__name__})"
+            "model_timeout",
+            f"the model server at {base_url} sent nothing for {timeout_seconds:g} s ({type(error).__name__})",
         )
     if isinstance(error, httpx.ConnectError):
         return ModelError("model_unavailable", f"cannot reach the model server at {base_url}: {error}")
-    return ModelError("model_unavailable", f"the connection to the model server at {base_url} failed: {type(error).__name__}: {error}")
+    return ModelError(
+        "model_unavailable", f"the connection to the model server at {base_url} failed: {type(error).__name__}: {error}"
+    )

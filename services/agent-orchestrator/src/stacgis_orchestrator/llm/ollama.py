@@ -10,7 +10,17 @@ import httpx
 
 from .errors import model_http_error, transport_error
 from .schema import sanitize_schema
-from .types import Message, ModelError, ModelTurn, StreamEvent, TextDelta, ThinkingDelta, ToolCall, ToolSpec, new_call_id
+from .types import (
+    Message,
+    ModelError,
+    ModelTurn,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolCall,
+    ToolSpec,
+    new_call_id,
+)
 
 
 def format_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
@@ -96,7 +106,12 @@ class OllamaProvider:
             options["temperature"] = self.temperature
         if self.num_predict is not None:
             options["num_predict"] = self.num_predict
-        body: dict[str, Any] = {"model": model, "messages": format_messages(messages), "stream": True, "options": options}
+        body: dict[str, Any] = {
+            "model": model,
+            "messages": format_messages(messages),
+            "stream": True,
+            "options": options,
+        }
         if tools:
             body["tools"] = format_tools(tools)
         if think is not None:
@@ -123,7 +138,9 @@ class OllamaProvider:
                     try:
                         chunk = json.loads(line)
                     except ValueError:
-                        raise ModelError("model_error", f"the model server sent a line that is not JSON: {line[:200]!r}") from None
+                        raise ModelError(
+                            "model_error", f"the model server sent a line that is not JSON: {line[:200]!r}"
+                        ) from None
                     if "error" in chunk:
                         raise ModelError("model_error", f"the model failed while answering: {chunk['error']}")
                     message = chunk.get("message") or {}

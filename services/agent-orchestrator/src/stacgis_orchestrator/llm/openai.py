@@ -10,7 +10,17 @@ from typing import Any
 import httpx
 
 from .errors import model_http_error, transport_error
-from .types import Message, ModelError, ModelTurn, StreamEvent, TextDelta, ThinkingDelta, ToolCall, ToolSpec, new_call_id
+from .types import (
+    Message,
+    ModelError,
+    ModelTurn,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolCall,
+    ToolSpec,
+    new_call_id,
+)
 
 
 def format_messages(messages: list[Message]) -> list[dict[str, Any]]:
@@ -38,7 +48,10 @@ def format_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
         return {key: value for key, value in schema.items() if key != "x_requires_approval"}
 
     return [
-        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": clean(t.parameters)}}
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": clean(t.parameters)},
+        }
         for t in tools
     ]
 
@@ -120,7 +133,9 @@ class OpenAIProvider:
                     try:
                         chunk = json.loads(data)
                     except ValueError:
-                        raise ModelError("model_error", f"the model server sent an event that is not JSON: {data[:200]!r}") from None
+                        raise ModelError(
+                            "model_error", f"the model server sent an event that is not JSON: {data[:200]!r}"
+                        ) from None
                     if "error" in chunk:
                         error = chunk["error"]
                         text = error.get("message") if isinstance(error, dict) else error
@@ -144,7 +159,9 @@ class OpenAIProvider:
                             call.name += str(function.get("name") or "")
                             if function.get("arguments"):
                                 arguments = function["arguments"]
-                                call.arguments.append(arguments if isinstance(arguments, str) else json.dumps(arguments))
+                                call.arguments.append(
+                                    arguments if isinstance(arguments, str) else json.dumps(arguments)
+                                )
                         if choice.get("finish_reason"):
                             finish = str(choice["finish_reason"])
         except httpx.HTTPError as error:

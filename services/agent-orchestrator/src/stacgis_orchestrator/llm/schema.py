@@ -19,7 +19,7 @@ NESTED_SCHEMA_KEYS = ("items", "additionalProperties", "not", "contains")
 def sanitize_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """A copy of `schema` without anyOf/oneOf/allOf/$ref/title/`default: null`/empty `required`."""
     definitions = {**schema.get("definitions", {}), **schema.get("$defs", {})}
-    cleaned = _clean(copy.deepcopy(schema), definitions, depth=0)
+    cleaned: dict[str, Any] = _clean(copy.deepcopy(schema), definitions, depth=0)
     cleaned.setdefault("type", "object")
     if cleaned.get("type") == "object":
         cleaned.setdefault("properties", {})

@@ -42,7 +42,7 @@ def _one(item: Any, known: set[str] | None) -> ToolCall | None:
         return None
     if known is None and not has_arguments:
         return None
-    raw = next((item[key] for key in ("arguments", "parameters", "args", "input") if key in item), {})
+    raw: Any = next((item[key] for key in ("arguments", "parameters", "args", "input") if key in item), {})
     error = None
     if isinstance(raw, str):
         try:
@@ -70,20 +70,22 @@ def parse_tool_blocks(blocks: list[str]) -> list[ToolCall]:
         value = _load(block)
         if value is None:
             calls.append(
-                ToolCall(id=new_call_id(), name="(unparsable)", arguments={}, arguments_error=f"not JSON: {block[:200]!r}")
+                ToolCall(
+                    id=new_call_id(), name="(unparsable)", arguments={}, arguments_error=f"not JSON: {block[:200]!r}"
+                )
             )
             continue
         calls += _calls(value, None)
     return calls
 
 
-def parse_json_answer(text: str, tools: list[ToolSpec]) -> list[ToolCall]:
-    """Calls in an answer that is only JSON; only names of offered tools count, so a JSON answer
+def parse_json_answer(text: str, known: set[str]) -> list[ToolCall]:
+    """Calls in an answer that is only JSON; only names of known tools count, so a JSON answer
     that merely has a "name" field stays an answer."""
     value = _load(text)
     if value is None:
         return []
-    return _calls(value, {tool.name for tool in tools})
+    return _calls(value, known)
 
 
 def describe_tools_for_prompt(tools: list[ToolSpec]) -> str:

@@ -33,7 +33,7 @@ def _zoom(args: dict[str, Any]) -> FrontendCommand:
 
 
 def _visualize(args: dict[str, Any]) -> FrontendCommand:
-    ui = {key: args[key] for key in ("collection_id", "colormap", "rescale") if key in args}
+    ui: dict[str, Any] = {key: args[key] for key in ("collection_id", "colormap", "rescale") if key in args}
     rescale = args.get("rescale")
     if rescale is not None and rescale[0] >= rescale[1]:
         raise FrontendToolError("rescale: the first value (minimum) must be below the second (maximum)")
@@ -72,7 +72,8 @@ def chart_config(args: dict[str, Any]) -> dict[str, Any]:
         if kind == "scatter":
             if len(labels) != len(values):
                 raise FrontendToolError(
-                    f"datasets.{index}.data: scatter charts need one x value in labels per value ({len(labels)} labels, {len(values)} values)"
+                    f"datasets.{index}.data: scatter charts need one x value in labels per value "
+                    f"({len(labels)} labels, {len(values)} values)"
                 )
             try:
                 data: list[Any] = [{"x": float(x), "y": y} for x, y in zip(labels, values, strict=True)]
@@ -123,12 +124,24 @@ FRONTEND_TOOLS: list[tuple[RegisteredTool, Callable[[dict[str, Any]], FrontendCo
     (
         RegisteredTool(
             name="zoom_to_location",
-            description="Move the user's map to a place: latitude and longitude in degrees, zoom from 0 (world) to 18 (street).",
+            description=(
+                "Move the user's map to a place: latitude and longitude in degrees, zoom from 0 (world) to 18 (street)."
+            ),
             input_schema={
                 "type": "object",
                 "properties": {
-                    "lat": {"type": "number", "minimum": -90, "maximum": 90, "description": "Latitude in degrees north"},
-                    "lon": {"type": "number", "minimum": -180, "maximum": 180, "description": "Longitude in degrees east"},
+                    "lat": {
+                        "type": "number",
+                        "minimum": -90,
+                        "maximum": 90,
+                        "description": "Latitude in degrees north",
+                    },
+                    "lon": {
+                        "type": "number",
+                        "minimum": -180,
+                        "maximum": 180,
+                        "description": "Longitude in degrees east",
+                    },
                     "zoom": {"type": "number", "minimum": 0, "maximum": 22, "description": "Zoom level, default 10"},
                 },
                 "required": ["lat", "lon"],
@@ -145,8 +158,16 @@ FRONTEND_TOOLS: list[tuple[RegisteredTool, Callable[[dict[str, Any]], FrontendCo
             input_schema={
                 "type": "object",
                 "properties": {
-                    "collection_id": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$", "description": "Raster collection id"},
-                    "colormap": {"type": "string", "pattern": "^[A-Za-z0-9_]{1,64}$", "description": "Colormap name, e.g. viridis, terrain"},
+                    "collection_id": {
+                        "type": "string",
+                        "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$",
+                        "description": "Raster collection id",
+                    },
+                    "colormap": {
+                        "type": "string",
+                        "pattern": "^[A-Za-z0-9_]{1,64}$",
+                        "description": "Colormap name, e.g. viridis, terrain",
+                    },
                     "rescale": {**NUMBER_PAIR, "description": "[min, max] of the colour ramp in the data's unit"},
                 },
                 "required": ["collection_id"],
@@ -162,7 +183,9 @@ FRONTEND_TOOLS: list[tuple[RegisteredTool, Callable[[dict[str, Any]], FrontendCo
             description="Change the basemap of the user's map: light, dark, satellite, or the URL of a MapLibre style.",
             input_schema={
                 "type": "object",
-                "properties": {"style": {"type": "string", "description": "light, dark, satellite or an http(s) style URL"}},
+                "properties": {
+                    "style": {"type": "string", "description": "light, dark, satellite or an http(s) style URL"}
+                },
                 "required": ["style"],
                 "additionalProperties": False,
             },

@@ -92,7 +92,11 @@ class ToolServerClient:
         state = _CallState(headers=dict(headers))
         token = _CALL.set(state)
         try:
-            mode = self.protocol if self.protocol in MODERN_PROTOCOL_VERSIONS else ("auto" if self.protocol is None else "legacy")
+            mode = (
+                self.protocol
+                if self.protocol in MODERN_PROTOCOL_VERSIONS
+                else ("auto" if self.protocol is None else "legacy")
+            )
             client = Client(streamable_http_client(self.url, http_client=self._http), mode=mode, cache=None)
             async with client:
                 if self.protocol is None:
@@ -110,24 +114,32 @@ class ToolServerClient:
         status = next((s for s in reversed(state.statuses) if s >= 400), None)
         for leaf in leaves:
             if isinstance(leaf, httpx2.ConnectError | httpx2.ConnectTimeout):
-                return ToolServerError("unavailable", f"cannot connect to tool server {self.name!r} at {self.url}", True)
+                return ToolServerError(
+                    "unavailable", f"cannot connect to tool server {self.name!r} at {self.url}", True
+                )
             if isinstance(leaf, httpx2.TransportError):
                 return ToolServerError(
                     "unavailable", f"the connection to tool server {self.name!r} broke: {type(leaf).__name__}", True
                 )
         if status in (401, 403):
             return ToolServerError(
-                "rejected_token", f"tool server {self.name!r} rejected the internal token ({status}): check the shared secret", False
+                "rejected_token",
+                f"tool server {self.name!r} rejected the internal token ({status}): check the shared secret",
+                False,
             )
         if status is not None and status >= 500:
             return ToolServerError(
                 "unavailable", f"tool server {self.name!r} answered HTTP {status}", transient=status in (502, 503, 504)
             )
         if status is not None:
-            return ToolServerError("unavailable", f"tool server {self.name!r} answered HTTP {status} at {self.url}", False)
+            return ToolServerError(
+                "unavailable", f"tool server {self.name!r} answered HTTP {status} at {self.url}", False
+            )
         mcp_error = next((leaf for leaf in leaves if isinstance(leaf, MCPError)), None)
         if mcp_error is not None:
-            return ToolServerError("protocol", f"tool server {self.name!r}: {mcp_error}", False, counts_as_failure=False)
+            return ToolServerError(
+                "protocol", f"tool server {self.name!r}: {mcp_error}", False, counts_as_failure=False
+            )
         leaf = leaves[0] if leaves else error
         log.warning("unexpected MCP client failure", exc_info=leaf)
         return ToolServerError("unavailable", f"tool server {self.name!r} failed: {type(leaf).__name__}: {leaf}", False)
@@ -146,9 +158,7 @@ class ToolServerClient:
 
     async def list_resources(self, headers: Mapping[str, str]) -> list[str]:
         async with self._session(headers) as (client, _):
-            capabilities = client.server_capabilities
-            if capabilities is not None and capabilities.resources is None:
-                return []
+            # Capabilities are not known on a pinned (discovery-free) session: just ask.
             result = await client.list_resources()
             return [str(resource.uri) for resource in result.resources]
 

@@ -120,7 +120,9 @@ class ToolPool:
         now = time.monotonic()
         wait = min(RELIST_FAILED_AFTER_SECONDS, self.settings.tool_refresh_seconds)
         stale = [
-            s.name for s in self.servers.values() if s.last_error is not None and now - s.last_attempt >= wait and s.breaker.state != "open"
+            s.name
+            for s in self.servers.values()
+            if s.last_error is not None and now - s.last_attempt >= wait and s.breaker.state != "open"
         ]
         if stale:
             await self.refresh(only=stale)
@@ -162,9 +164,7 @@ class ToolPool:
                     )
                     name = qualified
                 registry[name] = self._register(server.name, name, tool)
-        if set(registry) != set(self._registry) or any(
-            registry[name] != self._registry.get(name) for name in registry
-        ):
+        if set(registry) != set(self._registry) or any(registry[name] != self._registry.get(name) for name in registry):
             self.version += 1
         self._registry = registry
 

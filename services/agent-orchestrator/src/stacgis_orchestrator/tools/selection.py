@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+
 from stacgis_common.embeddings import EmbeddingError, EmbeddingsClient
 
 from .. import metrics
@@ -23,9 +24,69 @@ log = logging.getLogger(__name__)
 
 WORD = re.compile(r"[a-z0-9]+")
 STOPWORDS = frozenset(
-    "a an and are as at be by can do does for from get give how i in is it me my of on or show tell the this to "
-    "what when where which who with you your please there their them than then was were will would could should "
-    "into about over under all any some much many more most".split()
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "can",
+        "do",
+        "does",
+        "for",
+        "from",
+        "get",
+        "give",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "show",
+        "tell",
+        "the",
+        "this",
+        "to",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "with",
+        "you",
+        "your",
+        "please",
+        "there",
+        "their",
+        "them",
+        "than",
+        "then",
+        "was",
+        "were",
+        "will",
+        "would",
+        "could",
+        "should",
+        "into",
+        "about",
+        "over",
+        "under",
+        "all",
+        "any",
+        "some",
+        "much",
+        "many",
+        "more",
+        "most",
+    ]
 )
 
 

@@ -146,9 +146,7 @@ async def chat(body: ChatRequest, gateway: GatewayDep, user_id: UserId) -> ChatA
                 elif event.event in ("done", "error"):
                     final = (str(event.event), json.loads(str(event.data)))
     except TimeoutError:
-        raise ApiProblem(
-            504, {"detail": "no answer in time; the run goes on", "run_id": spec.run_id}
-        ) from None
+        raise ApiProblem(504, {"detail": "no answer in time; the run goes on", "run_id": spec.run_id}) from None
     if final is None or final[0] == "error":
         error = final[1]["error"] if final else {"code": "run_lost", "message": "the run's events expired"}
         raise ApiProblem(

@@ -25,9 +25,7 @@ router = APIRouter(prefix="/chat", tags=["sessions"])
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": Problem, "description": "No such session for this user"}}
 
 
-@router.get(
-    "/sessions", summary="The caller's sessions, most recently used first", response_model=list[SessionSummary]
-)
+@router.get("/sessions", summary="The caller's sessions, most recently used first", response_model=list[SessionSummary])
 async def list_sessions(
     gateway: GatewayDep,
     user_id: UserId,

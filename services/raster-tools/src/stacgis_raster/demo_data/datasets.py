@@ -663,7 +663,7 @@ class DatasetBuilder:
             # lat/lon hold the north-west corner of each cell (the package indexes by truncation).
             step = float(lon[1] - lon[0])
             transform = from_origin(float(lon[0]), float(lat[0]), step, step)
-            land = np.logical_not(ocean).view(np.uint8)
+            land = np.logical_not(ocean, out=ocean).view(np.uint8)  # in place: the grid is 933 MB
             return RasterArray(land[np.newaxis], transform, WGS84, None)
 
         return [

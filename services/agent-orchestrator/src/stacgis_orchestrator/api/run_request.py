@@ -1,0 +1,130 @@
+"""Parsing and checking `stacgis.v1.RunRequest` bodies (proto3 JSON)."""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from typing import Any
+
+from google.protobuf import json_format
+
+from stacgis_proto.v1 import run_pb2
+
+from ..events import message_from_proto
+from ..loop import SpatialInput
+from ..settings import OrchestratorSettings
+from .errors import InvalidField
+
+RUN_ID = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
+MODEL_NAME = re.compile(r"^[A-Za-z0-9._:/@-]{1,200}$")
+ROLES = ("system", "user", "assistant", "tool")
+GEOMETRY_TYPES = (
+    "Point",
+    "MultiPoint",
+    "LineString",
+    "MultiLineString",
+    "Polygon",
+    "MultiPolygon",
+    "GeometryCollection",
+)
+MAX_GEOJSON_CHARS = 1_000_000
+MAX_STEPS_LIMIT = 100
+
+
+def parse_json_body(raw: bytes) -> Any:
+    try:
+        return json.loads(raw or b"null")
+    except ValueError as error:
+        raise InvalidField("body", f"not valid JSON: {error}") from None
+
+
+def parse_run_request(raw: bytes) -> run_pb2.RunRequest:
+    data = parse_json_body(raw)
+    if not isinstance(data, dict):
+        raise InvalidField("body", "must be a JSON object (stacgis.v1.RunRequest)")
+    request = run_pb2.RunRequest()
+    try:
+        # Unknown fields are ignored so an older orchestrator accepts requests from a newer gateway.
+        json_format.ParseDict(data, request, ignore_unknown_fields=True)
+    except json_format.ParseError as error:
+        raise InvalidField(_field_of(str(error)), str(error)) from None
+    return request
+
+
+def _field_of(message: str) -> str:
+    match = re.search(r"Failed to parse (\w+) field", message)
+    return match.group(1) if match else "body"
+
+
+def _check_geojson(field: str, value: dict[str, Any], feature: bool) -> None:
+    if len(json.dumps(value)) > MAX_GEOJSON_CHARS:
+        raise InvalidField(field, f"larger than {MAX_GEOJSON_CHARS} characters of GeoJSON")
+    geometry = value
+    if feature:
+        if value.get("type") != "Feature":
+            raise InvalidField(field, 'must be a GeoJSON Feature ("type": "Feature")')
+        geometry = value.get("geometry") or {}
+        if not geometry:
+            return
+    kind = geometry.get("type")
+    if kind not in GEOMETRY_TYPES:
+        raise InvalidField(field, f"geometry type must be one of {', '.join(GEOMETRY_TYPES)}, got {kind!r}")
+    if kind == "GeometryCollection":
+        if not isinstance(geometry.get("geometries"), list):
+            raise InvalidField(field, "a GeometryCollection needs a geometries list")
+    elif not isinstance(geometry.get("coordinates"), list):
+        raise InvalidField(field, "geometry needs a coordinates array")
+
+
+def validated_inputs(
+    request: run_pb2.RunRequest, settings: OrchestratorSettings
+) -> tuple[str, str, list[Any], SpatialInput, int, str]:
+    """Run id, message, history, spatial context, step budget and model of a request, or 422."""
+    message = request.message.strip()
+    if not message:
+        raise InvalidField("message", "must not be empty")
+    if len(message) > settings.max_message_chars:
+        raise InvalidField("message", f"longer than {settings.max_message_chars} characters")
+    if len(request.history) > settings.max_history_messages:
+        raise InvalidField("history", f"more than {settings.max_history_messages} messages")
+    for index, item in enumerate(request.history):
+        if item.role not in ROLES:
+            raise InvalidField(f"history.{index}.role", f"must be one of {', '.join(ROLES)}, got {item.role!r}")
+    if request.run_id and not RUN_ID.match(request.run_id):
+        raise InvalidField("runId", "must be 1-100 letters, digits, '-' or '_'")
+    run_id = request.run_id or f"run_{uuid.uuid4().hex}"
+
+    spatial = SpatialInput()
+    if request.HasField("spatial_context"):
+        context = request.spatial_context
+        center = None
+        if context.HasField("map_center"):
+            lat, lon = context.map_center.lat, context.map_center.lon
+            if not -90 <= lat <= 90:
+                raise InvalidField("spatialContext.mapCenter.lat", f"must be between -90 and 90, got {lat}")
+            if not -180 <= lon <= 180:
+                raise InvalidField("spatialContext.mapCenter.lon", f"must be between -180 and 180, got {lon}")
+            center = (lat, lon)
+        if not 0 <= context.zoom <= 24:
+            raise InvalidField("spatialContext.zoom", f"must be between 0 and 24, got {context.zoom}")
+        feature = json_format.MessageToDict(context.selected_feature) if context.HasField("selected_feature") else None
+        drawn = json_format.MessageToDict(context.drawn_geometry) if context.HasField("drawn_geometry") else None
+        if feature:
+            _check_geojson("spatialContext.selectedFeature", feature, feature=True)
+        if drawn:
+            _check_geojson("spatialContext.drawnGeometry", drawn, feature=False)
+        spatial = SpatialInput(center, context.zoom or None, feature or None, drawn or None)
+
+    max_steps = settings.max_steps
+    model = settings.llm_model
+    if request.HasField("options"):
+        if not 0 <= request.options.max_steps <= MAX_STEPS_LIMIT:
+            raise InvalidField("options.maxSteps", f"must be between 0 (service default) and {MAX_STEPS_LIMIT}")
+        max_steps = request.options.max_steps or max_steps
+        if request.options.model:
+            if not MODEL_NAME.match(request.options.model):
+                raise InvalidField("options.model", "is not a valid model name")
+            model = request.options.model
+    history = [message_from_proto(item) for item in request.history]
+    return run_id, message, history, spatial, max_steps, model

@@ -1,0 +1,63 @@
+"""The orchestrator's FastAPI application."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+from fastapi import FastAPI
+from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
+
+from stacgis_common.auth import identity_dependency
+from stacgis_common.health import health_routes
+from stacgis_common.telemetry import MetricsMiddleware, metrics_endpoint, setup_telemetry
+
+from .api import approvals, runs, tools
+from .services import Services
+from .settings import OrchestratorSettings
+
+SERVICE_NAME = "agent-orchestrator"
+
+
+def create_app(settings: OrchestratorSettings) -> FastAPI:
+    setup_telemetry(SERVICE_NAME, settings, trace_file=settings.trace_file)
+    # One line per model, embedding and MCP request drowns the log; failures are logged where handled.
+    for noisy in ("httpx", "httpx2", "mcp.client"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        services = await Services.start(settings)
+        app.state.services = services
+        try:
+            yield
+        finally:
+            await services.aclose()
+
+    app = FastAPI(
+        title="stacgis agent-orchestrator",
+        version="0.1.0",
+        description=(
+            "Runs the geospatial agent and streams stacgis.v1.AgentEvent over SSE. "
+            "Every /v1 call needs an internal token."
+        ),
+        lifespan=lifespan,
+    )
+
+    async def redis_ready() -> None:
+        await app.state.services.coordinator.ping()
+
+    async def model_ready() -> None:
+        await app.state.services.ready_model()
+
+    for route in health_routes({"redis": redis_ready, "model": model_ready}):
+        app.router.routes.append(route)
+    app.add_route("/metrics", metrics_endpoint, methods=["GET"], include_in_schema=False)
+    identity = identity_dependency(settings)
+    app.include_router(runs.build_router(identity))
+    app.include_router(approvals.build_router(identity))
+    app.include_router(tools.build_router(identity))
+    app.add_middleware(MetricsMiddleware, service=SERVICE_NAME)
+    app.add_middleware(OpenTelemetryMiddleware, excluded_urls="healthz,readyz,metrics")
+    return app

@@ -1,0 +1,572 @@
+"""The ReAct loop: think (model call), act (tool calls), observe (results into memory), respond."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry import propagate, trace
+from opentelemetry.trace import Status, StatusCode
+
+from stacgis_common.auth import Identity, mint_for
+from stacgis_proto.v1 import events_pb2
+
+from . import metrics
+from .context_sources import ResourceCache, fetch_memories
+from .context_window import fit_to_context
+from .events import EventSink, message_to_proto, struct
+from .llm.base import ChatProvider
+from .llm.stream_filter import ContentFilter
+from .llm.text_tools import describe_tools_for_prompt, parse_json_answer, parse_tool_blocks
+from .llm.types import Message, ModelError, ModelTurn, TextDelta, ThinkingDelta, ToolCall, ToolSpec
+from .memory import ConversationMemory, consistent_history, truncate_result
+from .prompts import BUDGET_WARNING, memories_message, spatial_context_message, system_prompt
+from .settings import OrchestratorSettings
+from .tools.catalog import ToolCatalog
+from .tools.frontend import FrontendToolError, prepare_frontend_command
+from .tools.pool import ToolPool, ToolUnavailable
+from .tools.registry import RegisteredTool
+from .tools.selection import ToolSelector
+from .tools.validation import invalid_call_message, repair_arguments, validate_arguments
+
+log = logging.getLogger(__name__)
+tracer = trace.get_tracer("stacgis_orchestrator")
+
+ERROR_CODES = {
+    "model_unavailable": "model_unavailable",
+    "model_timeout": "model_timeout",
+    "context_too_long": "context_too_long",
+    "tools_unsupported": "model_error",
+    "model_error": "model_error",
+}
+LAST_THOUGHT_CHARS = 500
+
+
+@dataclass(frozen=True)
+class SpatialInput:
+    center: tuple[float, float] | None = None
+    zoom: float | None = None
+    selected_feature: dict[str, Any] | None = None
+    drawn_geometry: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class RunInput:
+    run_id: str
+    identity: Identity
+    message: str
+    history: list[Message]
+    spatial: SpatialInput
+    max_steps: int
+    model: str
+
+
+@dataclass
+class AgentDeps:
+    """Everything a run needs, shared by all runs of the process."""
+
+    settings: OrchestratorSettings
+    provider: ChatProvider
+    pool: ToolPool
+    catalog: ToolCatalog
+    selector: ToolSelector
+    resources: ResourceCache
+    coordinator: Any  # coordination.Coordinator; Any keeps the loop testable without Redis
+
+
+@dataclass
+class _Prepared:
+    call: ToolCall
+    tool: RegisteredTool | None
+    arguments: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    error_kind: str = ""
+    ui: Any = None  # FrontendCommand for frontend tools
+
+
+class AgentRun:
+    """One run: emits events into `sink`, returns when the run has ended (its last event sent)."""
+
+    def __init__(self, deps: AgentDeps, run: RunInput, sink: EventSink) -> None:
+        self.deps = deps
+        self.settings = deps.settings
+        self.run = run
+        self.sink = sink
+        self.cancel_requested = False
+        self.started = time.monotonic()
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.tool_call_count = 0
+        self.acted = False
+        self.steps = 0
+        self.new_messages: list[Message] = []
+        self.answer: list[str] = []
+        self.text_tools_only = not self.settings.llm_native_tools
+        self.outcome = "error"
+
+    # Entry point.
+
+    async def execute(self) -> None:
+        metrics.ACTIVE_RUNS.inc()
+        with tracer.start_as_current_span(
+            "invoke_agent stacgis",
+            attributes={
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.request.model": self.run.model,
+                "stacgis.run_id": self.run.run_id,
+                "stacgis.user_id": self.run.identity.user_id,
+            },
+        ) as span:
+            try:
+                self.sink.emit(
+                    run_started=events_pb2.RunStarted(
+                        session_id=self.run.identity.session_id or "",
+                        model=self.run.model,
+                        max_steps=self.run.max_steps,
+                    )
+                )
+                finish = await self._steps()
+                self._done(finish)
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if self.cancel_requested and task is not None:
+                    # An explicit cancel ends the run with a proper final event; a vanished caller does not need one.
+                    task.uncancel()
+                    self._done("cancelled")
+                else:
+                    self.outcome = "disconnected"
+                    raise
+            except ModelError as error:
+                metrics.MODEL_ERRORS.labels(error.code).inc()
+                span.set_status(Status(StatusCode.ERROR, error.message))
+                self._error(ERROR_CODES.get(error.code, "model_error"), error.message)
+            except Exception as error:
+                log.exception("run %s failed", self.run.run_id)
+                span.record_exception(error)
+                span.set_status(Status(StatusCode.ERROR, type(error).__name__))
+                self._error("internal", f"internal error in run {self.run.run_id}: {type(error).__name__}")
+            finally:
+                metrics.ACTIVE_RUNS.dec()
+                metrics.RUNS.labels(self.outcome).inc()
+                metrics.STEPS_PER_RUN.observe(self.steps)
+                span.set_attribute("stacgis.steps", self.steps)
+                span.set_attribute("stacgis.outcome", self.outcome)
+                self.sink.close()
+
+    def request_cancel(self) -> None:
+        self.cancel_requested = True
+
+    def _done(self, finish: str) -> None:
+        self.outcome = finish
+        self.sink.emit(
+            done=events_pb2.Done(
+                content="".join(self.answer),
+                new_messages=[message_to_proto(m) for m in self.new_messages],
+                usage=events_pb2.TokenUsage(input_tokens=self.input_tokens, output_tokens=self.output_tokens),
+                steps=self.steps,
+                tool_calls=self.tool_call_count,
+                finish_reason=finish,
+                duration_ms=int((time.monotonic() - self.started) * 1000),
+            )
+        )
+
+    def _error(self, code: str, message: str) -> None:
+        self.outcome = "error"
+        self.sink.emit(error=events_pb2.Error(code=code, message=message))
+
+    # The loop.
+
+    async def _steps(self) -> str:
+        memory = await self._prepare_memory()
+        protect_from = len(memory.get_messages()) - 1  # the current request
+        last_thought = ""
+        for step in range(1, self.run.max_steps + 1):
+            await self._check_cancel()
+            self.sink.step = step
+            self.steps = step
+            final_step = step == self.run.max_steps
+            warn = step == self.run.max_steps - 1
+            with tracer.start_as_current_span("agent_step", attributes={"stacgis.step": step}):
+                offered = [] if final_step else await self._select_tools(f"{self.run.message} {last_thought}".strip())
+                messages = memory.get_messages()
+                if (warn or final_step) and self.acted:
+                    messages = [*messages, Message(role="system", content=BUDGET_WARNING)]
+                turn, visible = await self._think(messages, offered, protect_from)
+                last_thought = (turn.thinking or visible)[-LAST_THOUGHT_CHARS:]
+                if turn.tool_calls and not final_step:
+                    self.acted = True
+                    assistant = memory.add_assistant(visible, turn.tool_calls)
+                    self.new_messages.append(assistant)
+                    for result in await self._act(turn.tool_calls, offered):
+                        message, _ = memory.add_tool_result(
+                            result.tool_call_id or "", result.name or "", result.content
+                        )
+                        self.new_messages.append(message)
+                    continue
+                if not "".join(self.answer).strip():
+                    fallback = (
+                        f"I could not finish within the budget of {self.run.max_steps} steps."
+                        if final_step and turn.tool_calls
+                        else "The model returned an empty answer."
+                    )
+                    self._content(fallback)
+                    visible = fallback
+                self.new_messages.append(memory.add_assistant(visible))
+                budget_hit = (warn or final_step) and self.acted
+                return "step_budget" if budget_hit else "completed"
+        raise AssertionError("the step loop always returns")  # max_steps >= 1
+
+    async def _prepare_memory(self) -> ConversationMemory:
+        memory = ConversationMemory(self.settings.history_window, self.settings.max_tool_result_chars)
+        headers = self._headers()
+        resources, memories = await asyncio.gather(
+            self._resources(headers), fetch_memories(self.deps.pool, self.settings, self.run.message, headers)
+        )
+        memory.add_system(system_prompt(self.run.max_steps, self.run.identity.user_id, resources))
+        if memories:
+            memory.add_system(memories_message(memories))
+        spatial = self.run.spatial
+        context = spatial_context_message(
+            spatial.center, spatial.zoom, spatial.selected_feature, spatial.drawn_geometry
+        )
+        if context:
+            memory.add_system(context)
+        for message in consistent_history(self.run.history):
+            memory.add(message)
+        memory.add_user(self.run.message)
+        return memory
+
+    async def _resources(self, headers: dict[str, str]) -> dict[str, str]:
+        try:
+            await self.deps.pool.refresh_stale()
+            return await self.deps.resources.get(headers)
+        except Exception:
+            log.warning("context resources unavailable", exc_info=True)
+            return {}
+
+    async def _check_cancel(self) -> None:
+        if not self.cancel_requested:
+            try:
+                self.cancel_requested = await self.deps.coordinator.cancel_requested(self.run.run_id)
+            except Exception:
+                log.warning("cannot read the cancel flag of run %s", self.run.run_id, exc_info=True)
+        if self.cancel_requested:
+            raise asyncio.CancelledError
+
+    async def _select_tools(self, query: str) -> list[ToolSpec]:
+        catalog = self.deps.catalog
+        always = catalog.always_included()
+        always_names = {tool.name for tool in always}
+        candidates = [t for t in catalog.mcp_tools() if t.name not in always_names and self.deps.pool.available(t)]
+        with tracer.start_as_current_span("select_tools", attributes={"stacgis.candidates": len(candidates)}):
+            ranked = await self.deps.selector.rank(query, candidates)
+        chosen = [item.tool for item in ranked[: self.settings.tool_top_k]]
+        return [tool.spec() for tool in [*chosen, *always]]
+
+    # Think.
+
+    async def _think(
+        self, messages: list[Message], offered: list[ToolSpec], protect_from: int
+    ) -> tuple[ModelTurn, str]:
+        native = [] if self.text_tools_only else offered
+        if self.text_tools_only and offered:
+            messages = [messages[0], Message(role="system", content=describe_tools_for_prompt(offered)), *messages[1:]]
+            protect_from += 1
+        messages, compacted = fit_to_context(
+            messages, native, self.settings.llm_num_ctx, self.settings.llm_max_output_tokens, protect_from
+        )
+        if compacted:
+            log.info("compacted %d messages to fit the context window", compacted)
+        detect = bool(offered) and (self.settings.llm_text_tool_fallback or self.text_tools_only)
+        try:
+            return await self._call_model(messages, native, offered, detect)
+        except ModelError as error:
+            if error.code == "tools_unsupported" and not self.text_tools_only:
+                log.warning("%s; describing tools in the prompt instead", error.message)
+                self.text_tools_only = True
+                return await self._think(messages, offered, protect_from)
+            raise
+
+    async def _call_model(
+        self, messages: list[Message], native: list[ToolSpec], offered: list[ToolSpec], detect: bool
+    ) -> tuple[ModelTurn, str]:
+        provider = self.deps.provider
+        labels = ("chat", provider.provider_name, self.run.model)
+        started = time.perf_counter()
+        first_token: float | None = None
+        turn: ModelTurn | None = None
+        content_filter = ContentFilter(detect_text_tools=detect)
+        self._step_has_content = False
+        with tracer.start_as_current_span(
+            f"chat {self.run.model}",
+            kind=trace.SpanKind.CLIENT,
+            attributes={
+                "gen_ai.operation.name": "chat",
+                "gen_ai.provider.name": provider.provider_name,
+                "gen_ai.request.model": self.run.model,
+                "stacgis.tools_offered": len(offered),
+            },
+        ) as span:
+            try:
+                async for event in provider.stream(messages, native, self.run.model, self.settings.llm_think):
+                    if first_token is None:
+                        first_token = time.perf_counter()
+                        metrics.TIME_TO_FIRST_TOKEN.labels(*labels).observe(first_token - started)
+                    if isinstance(event, ThinkingDelta):
+                        self.sink.emit(thinking=events_pb2.Thinking(text=event.text))
+                    elif isinstance(event, TextDelta):
+                        self._emit_filtered(content_filter.feed(event.text))
+                    else:
+                        turn = event
+            except ModelError as error:
+                metrics.MODEL_DURATION.labels(*labels, error.code).observe(time.perf_counter() - started)
+                span.set_status(Status(StatusCode.ERROR, error.message))
+                span.set_attribute("error.type", error.code)
+                raise
+            if turn is None:
+                raise ModelError("model_error", "the model stream ended without a final message")
+            self._emit_filtered(content_filter.finish())
+            calls = list(turn.tool_calls)
+            calls_from_held_text = False
+            if not calls and detect:
+                calls = parse_tool_blocks(content_filter.tool_blocks)
+                if not calls and content_filter.held_text():
+                    known = {tool.name for tool in self.deps.catalog.all()} | {spec.name for spec in offered}
+                    calls = parse_json_answer(content_filter.held_text(), known)
+                    calls_from_held_text = bool(calls)
+            if not calls_from_held_text:
+                self._emit_filtered(content_filter.release_held())
+            metrics.MODEL_DURATION.labels(*labels, "").observe(time.perf_counter() - started)
+            if turn.input_tokens is not None:
+                self.input_tokens += turn.input_tokens
+                metrics.TOKEN_USAGE.labels(*labels, "input").observe(turn.input_tokens)
+                span.set_attribute("gen_ai.usage.input_tokens", turn.input_tokens)
+            if turn.output_tokens is not None:
+                self.output_tokens += turn.output_tokens
+                metrics.TOKEN_USAGE.labels(*labels, "output").observe(turn.output_tokens)
+                span.set_attribute("gen_ai.usage.output_tokens", turn.output_tokens)
+            span.set_attribute("gen_ai.response.finish_reasons", [turn.finish_reason])
+            thinking = turn.thinking + "".join(content_filter.thinking)
+            final = ModelTurn(
+                content=content_filter.answer,
+                thinking=thinking,
+                tool_calls=calls,
+                input_tokens=turn.input_tokens,
+                output_tokens=turn.output_tokens,
+                finish_reason=turn.finish_reason,
+            )
+            return final, content_filter.answer
+
+    def _emit_filtered(self, deltas: list[ThinkingDelta | TextDelta]) -> None:
+        for delta in deltas:
+            if isinstance(delta, ThinkingDelta):
+                self.sink.emit(thinking=events_pb2.Thinking(text=delta.text))
+            else:
+                self._content(delta.text)
+
+    def _content(self, text: str) -> None:
+        if not text:
+            return
+        if not self._step_has_content and self.answer:
+            # Text of an earlier step is already on screen: start this step's text on a new paragraph.
+            text = "\n\n" + text
+        self._step_has_content = True
+        self.answer.append(text)
+        self.sink.emit(content=events_pb2.ContentDelta(text=text))
+
+    _step_has_content = False
+
+    # Act and observe.
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Authorization": f"Bearer {mint_for(self.settings, self.run.identity)}"}
+        propagate.inject(headers)
+        return headers
+
+    async def _act(self, calls: list[ToolCall], offered: list[ToolSpec]) -> list[Message]:
+        """Run one step's tool calls; returns their tool messages in call order."""
+        prepared = [self._prepare(call, offered) for call in calls]
+        results: dict[str, str] = {}
+        for item in prepared:
+            if item.error is not None:
+                self._tool_error(item, item.error, item.error_kind, 0.0)
+                results[item.call.id] = item.error
+        await self._approvals([p for p in prepared if p.error is None and p.tool and self._gated(p.tool)], results)
+        runnable: list[_Prepared] = []
+        for item in prepared:
+            if item.error is not None or item.tool is None:
+                continue
+            if item.tool.kind == "frontend":
+                self.tool_call_count += 1
+                self.sink.emit(
+                    frontend_tool=events_pb2.FrontendTool(
+                        call_id=item.call.id, name=item.tool.name, arguments=struct(item.ui.arguments)
+                    )
+                )
+                metrics.TOOL_CALLS.labels(item.tool.name, "frontend", "ok").inc()
+                results[item.call.id] = f"Done: {item.ui.acknowledgement}"
+                continue
+            self.tool_call_count += 1
+            self.sink.emit(
+                tool_start=events_pb2.ToolStart(
+                    call_id=item.call.id,
+                    tool_name=item.tool.name,
+                    arguments=struct(item.arguments),
+                    server=item.tool.server,
+                )
+            )
+            runnable.append(item)
+        tasks = [asyncio.create_task(self._execute(item)) for item in runnable]
+        try:
+            # Results are reported in call order even when a later call finishes first.
+            for item, task in zip(runnable, tasks, strict=True):
+                results[item.call.id] = await task
+        finally:
+            for task in tasks:
+                task.cancel()
+        return [
+            Message(role="tool", content=results[c.id], tool_call_id=c.id, name=c.name)
+            for c in calls
+            if c.id in results
+        ]
+
+    def _gated(self, tool: RegisteredTool) -> bool:
+        return tool.kind == "mcp" and self.deps.catalog.requires_approval(tool)
+
+    def _prepare(self, call: ToolCall, offered: list[ToolSpec]) -> _Prepared:
+        tool = self.deps.catalog.get(call.name)
+        if tool is None:
+            names = ", ".join(spec.name for spec in offered) or "none this step"
+            return _Prepared(
+                call,
+                None,
+                error=f"Unknown tool {call.name!r}. Tools you can call: {names}. Call one of these, or answer.",
+                error_kind="unknown_tool",
+            )
+        if call.arguments_error is not None:
+            return _Prepared(
+                call,
+                tool,
+                error=f"Invalid arguments for {tool.name}: {call.arguments_error}",
+                error_kind="invalid_arguments",
+            )
+        arguments = repair_arguments(call.arguments, tool.input_schema)
+        problems = validate_arguments(arguments, tool.input_schema)
+        if problems:
+            return _Prepared(
+                call,
+                tool,
+                error=invalid_call_message(tool.name, problems, tool.input_schema),
+                error_kind="invalid_arguments",
+            )
+        prepared = _Prepared(call, tool, arguments=arguments)
+        if tool.kind == "frontend":
+            try:
+                prepared.ui = prepare_frontend_command(tool.name, arguments)
+            except FrontendToolError as error:
+                prepared.error = f"Invalid arguments for {tool.name}: {error}. Fix them and call it again."
+                prepared.error_kind = "invalid_arguments"
+        return prepared
+
+    async def _approvals(self, gated: list[_Prepared], results: dict[str, str]) -> None:
+        if not gated:
+            return
+        coordinator = self.deps.coordinator
+        timeout = self.settings.approval_timeout_seconds
+        opened: list[tuple[_Prepared, str]] = []
+        for item in gated:
+            assert item.tool is not None
+            approval_id = await coordinator.open_approval(
+                self.run.run_id, self.run.identity.user_id, item.tool.name, timeout
+            )
+            opened.append((item, approval_id))
+            self.sink.emit(
+                approval_required=events_pb2.ApprovalRequired(
+                    approval_id=approval_id,
+                    call_id=item.call.id,
+                    tool_name=item.tool.name,
+                    arguments=struct(item.arguments),
+                    timeout_seconds=int(timeout),
+                    server=item.tool.server,
+                    description=item.tool.description,
+                )
+            )
+        with tracer.start_as_current_span("await_approval", attributes={"stacgis.approvals": len(opened)}):
+            decisions = await asyncio.gather(*(coordinator.wait_for_decision(aid, timeout) for _, aid in opened))
+        for (item, _), decision in zip(opened, decisions, strict=True):
+            metrics.APPROVALS.labels(decision.status).inc()
+            if decision.status == "approved":
+                continue
+            assert item.tool is not None
+            if decision.status == "expired":
+                item.error = f"The user did not approve {item.tool.name} within {timeout:g} s, so it was not run."
+                item.error_kind = "approval_timeout"
+            else:
+                reason = f" Reason: {decision.reason}" if decision.reason else ""
+                item.error = f"The user rejected the call to {item.tool.name}; it was not run.{reason}"
+                item.error_kind = "rejected"
+            self._tool_error(item, item.error, item.error_kind, 0.0)
+            results[item.call.id] = item.error
+
+    async def _execute(self, item: _Prepared) -> str:
+        tool = item.tool
+        assert tool is not None
+        with tracer.start_as_current_span(
+            f"execute_tool {tool.name}",
+            attributes={
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": tool.name,
+                "gen_ai.tool.call.id": item.call.id,
+                "stacgis.tool.server": tool.server,
+            },
+        ) as span:
+            started = time.perf_counter()
+            if tool.kind == "builtin":
+                text = self.deps.catalog.describe()
+                self._tool_result(item, text, time.perf_counter() - started)
+                return text
+            try:
+                outcome = await self.deps.pool.call(tool, item.arguments, self._headers())
+            except ToolUnavailable as error:
+                span.set_status(Status(StatusCode.ERROR, error.message))
+                message = (
+                    f"{tool.name} could not run: {error.message}. Do not call it again now; "
+                    "use another tool or answer with what you have."
+                )
+                self._tool_error(item, error.message, error.kind, error.duration_s)
+                metrics.TOOL_DURATION.labels(tool.name, tool.server).observe(error.duration_s)
+                return message
+            metrics.TOOL_DURATION.labels(tool.name, tool.server).observe(outcome.duration_s)
+            if outcome.is_error:
+                span.set_status(Status(StatusCode.ERROR, outcome.text[:200]))
+                self._tool_error(item, outcome.text, "tool_failed", outcome.duration_s)
+                return f"Error from {tool.name}: {outcome.text}"
+            self._tool_result(item, outcome.text, outcome.duration_s)
+            return outcome.text
+
+    def _tool_result(self, item: _Prepared, text: str, duration_s: float) -> None:
+        assert item.tool is not None
+        shown, truncated = truncate_result(text, self.settings.max_tool_result_chars)
+        self.sink.emit(
+            tool_result=events_pb2.ToolResult(
+                call_id=item.call.id,
+                tool_name=item.tool.name,
+                result=shown,
+                duration_ms=int(duration_s * 1000),
+                truncated=truncated,
+            )
+        )
+        metrics.TOOL_CALLS.labels(item.tool.name, item.tool.server or item.tool.kind, "ok").inc()
+
+    def _tool_error(self, item: _Prepared, error: str, kind: str, duration_s: float) -> None:
+        name = item.tool.name if item.tool else item.call.name
+        server = (item.tool.server or item.tool.kind) if item.tool else "unknown"
+        self.sink.emit(
+            tool_error=events_pb2.ToolError(
+                call_id=item.call.id, tool_name=name, error=error, duration_ms=int(duration_s * 1000), kind=kind
+            )
+        )
+        metrics.TOOL_CALLS.labels(name, server, kind).inc()

@@ -1,0 +1,114 @@
+"""The long-lived parts of the service, built once at start-up and shared by every request."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+
+from stacgis_common.auth import Identity, mint_for
+from stacgis_common.embeddings import EmbeddingsClient
+
+from .context_sources import ResourceCache
+from .coordination import Coordinator
+from .llm.base import ChatProvider
+from .llm.ollama import OllamaProvider
+from .llm.openai import OpenAIProvider
+from .loop import AgentDeps
+from .settings import OrchestratorSettings
+from .tools.catalog import ToolCatalog
+from .tools.pool import ToolPool
+from .tools.selection import ToolSelector
+
+log = logging.getLogger(__name__)
+
+# The orchestrator's own identity when it lists tools outside any user's run.
+SERVICE_IDENTITY = Identity(user_id="service:agent-orchestrator")
+
+
+def build_provider(settings: OrchestratorSettings) -> ChatProvider:
+    if settings.llm_provider == "openai":
+        return OpenAIProvider(
+            settings.llm_base_url,
+            settings.llm_timeout_seconds,
+            api_key=settings.llm_api_key.get_secret_value() if settings.llm_api_key else None,
+            temperature=settings.llm_temperature,
+            max_tokens=settings.llm_max_output_tokens,
+        )
+    return OllamaProvider(
+        settings.llm_base_url,
+        settings.llm_timeout_seconds,
+        num_ctx=settings.llm_num_ctx,
+        keep_alive=settings.llm_keep_alive or None,
+        temperature=settings.llm_temperature,
+        num_predict=settings.llm_max_output_tokens,
+    )
+
+
+@dataclass
+class Services:
+    settings: OrchestratorSettings
+    coordinator: Coordinator
+    pool: ToolPool
+    catalog: ToolCatalog
+    selector: ToolSelector
+    embeddings: EmbeddingsClient
+    provider: ChatProvider
+    deps: AgentDeps
+    _indexer: asyncio.Task[None] | None = None
+
+    @classmethod
+    async def start(cls, settings: OrchestratorSettings) -> Services:
+        coordinator = Coordinator(settings.redis_url)
+        await coordinator.start()
+        pool = ToolPool(settings, lambda: {"Authorization": f"Bearer {mint_for(settings, SERVICE_IDENTITY)}"})
+        await pool.start()
+        embeddings = EmbeddingsClient(
+            settings.embedding_provider,
+            settings.embedding_base_url,
+            settings.embedding_model,
+            settings.embedding_dimension,
+            api_key=settings.embedding_api_key.get_secret_value() if settings.embedding_api_key else None,
+            timeout=30.0,
+        )
+        catalog = ToolCatalog(pool, settings)
+        selector = ToolSelector(embeddings, settings.tool_keyword_weight)
+        provider = build_provider(settings)
+        deps = AgentDeps(
+            settings=settings,
+            provider=provider,
+            pool=pool,
+            catalog=catalog,
+            selector=selector,
+            resources=ResourceCache(pool, settings),
+            coordinator=coordinator,
+        )
+        services = cls(settings, coordinator, pool, catalog, selector, embeddings, provider, deps)
+        services._indexer = asyncio.create_task(services._index_tools(), name="tool-embedding-index")
+        return services
+
+    async def _index_tools(self) -> None:
+        """Embed tool descriptions at start and whenever the tool lists change."""
+        indexed_version = -1
+        while True:
+            if self.catalog.version != indexed_version:
+                indexed_version = self.catalog.version
+                try:
+                    await self.selector.index(self.catalog.mcp_tools())
+                except Exception:
+                    log.warning("indexing tool descriptions failed", exc_info=True)
+            await asyncio.sleep(1.0)
+
+    async def ready_model(self) -> None:
+        await self.provider.ready()
+
+    async def aclose(self) -> None:
+        if self._indexer is not None:
+            self._indexer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._indexer
+        await self.pool.aclose()
+        await self.embeddings.aclose()
+        await self.provider.aclose()
+        await self.coordinator.aclose()

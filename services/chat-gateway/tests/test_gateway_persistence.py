@@ -1,0 +1,84 @@
+"""Postgres is the record: history survives a flushed Redis and restarts of the gateway and the orchestrator."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+import redis
+from gateway_helpers import Gateways, chat, database, gateway_env, new_user, user
+
+from stacgis_common.testing import free_port, run_service
+
+HERE = Path(__file__).parent
+
+
+@pytest.mark.asyncio
+async def test_history_survives_redis_flushdb(gateways: Gateways, redis_client: redis.Redis, pg_dsn: str) -> None:
+    kate = new_user()
+    async with httpx.AsyncClient(timeout=30) as client:
+        first = await chat(client, gateways.a.url, "[tool] first question", user(kate))
+        await chat(client, gateways.b.url, "second question", user(kate), session_id=first.session_id)
+        url = f"{gateways.a.url}/api/v1/chat/session/{first.session_id}/history"
+        before = (await client.get(url, headers=user(kate))).json()
+        assert len(before["messages"]) == 6
+
+        redis_client.flushdb()  # sessions, run streams, gate: all gone
+
+        assert (await client.get(url, headers=user(kate))).json() == before
+        sessions = (await client.get(f"{gateways.b.url}/api/v1/chat/sessions", headers=user(kate))).json()
+        assert [s["id"] for s in sessions] == [first.session_id]
+        # The conversation goes on from Postgres: the model gets the whole history again.
+        third = await chat(client, gateways.b.url, "third question", user(kate), session_id=first.session_id)
+        assert third.status == 200 and third.names[-1] == "done"
+        runs = (await client.get(f"{gateways.orchestrator.url}/_scripted/runs")).json()
+        sent = next(run for run in runs if run["run_id"] == third.run_id)["history"]
+        assert [(m["role"], m.get("content", "")) for m in sent] == [
+            (m["role"], m["content"]) for m in before["messages"]
+        ]
+        assert sent[1]["toolCalls"][0]["name"] == "list_raster_collections"
+        after = (await client.get(url, headers=user(kate))).json()
+        assert after["messages"][:6] == before["messages"] and len(after["messages"]) == 8
+        # Other users still cannot see it, cache or no cache.
+        assert (await client.get(url, headers=user(new_user()))).status_code == 404
+    async with database(pg_dsn) as db:
+        per_run = await db.fetch(
+            "SELECT run_id, count(*) AS n FROM gateway.messages WHERE session_id = $1 GROUP BY run_id",
+            uuid.UUID(first.session_id),
+        )
+    assert sorted(row["n"] for row in per_run) == [2, 2, 4]  # each run stored once
+
+
+@pytest.mark.asyncio
+async def test_history_survives_restarting_gateway_and_orchestrator(pg_dsn: str, redis_url: str) -> None:
+    orchestrator_port, gateway_port = free_port(), free_port()
+    orchestrator_env = {"ORCH_PORT": str(orchestrator_port), "PYTHONPATH": str(HERE)}
+    env = gateway_env(
+        gateway_port, pg_dsn, redis_url, f"http://127.0.0.1:{orchestrator_port}", GATEWAY_REDIS_KEY_PREFIX="restart:"
+    )
+    liam = new_user()
+    async with httpx.AsyncClient(timeout=30) as client:
+        with (
+            run_service("gateway_test_orchestrator", orchestrator_env, orchestrator_port),
+            run_service("stacgis_gateway", env, gateway_port) as gateway,
+        ):
+            first = await chat(client, gateway.url, "before the restart", user(liam))
+            assert first.names[-1] == "done"
+            url = f"{gateway.url}/api/v1/chat/session/{first.session_id}/history"
+            before = (await client.get(url, headers=user(liam))).json()
+        # Both processes are gone now (SIGTERM); start them again on the same ports.
+        with (
+            run_service("gateway_test_orchestrator", orchestrator_env, orchestrator_port) as orchestrator,
+            run_service("stacgis_gateway", env, gateway_port) as gateway,
+        ):
+            assert (await client.get(url, headers=user(liam))).json() == before
+            second = await chat(client, gateway.url, "after the restart", user(liam), session_id=first.session_id)
+            assert second.status == 200 and second.names[-1] == "done"
+            runs = (await client.get(f"{orchestrator.url}/_scripted/runs")).json()
+            assert runs[0]["history"] == [
+                {"role": "user", "content": "before the restart"},
+                {"role": "assistant", "content": "Echo: before the restart"},
+            ]
+            assert len((await client.get(url, headers=user(liam))).json()["messages"]) == 4

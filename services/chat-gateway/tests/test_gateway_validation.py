@@ -1,0 +1,199 @@
+"""Bad input gets a 422 naming the field (never a 500); a missing or dying orchestrator ends the run cleanly."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from gateway_helpers import chat, gateway_env, new_user, user
+
+from stacgis_common.testing import RunningService, free_port, run_service
+
+HERE = Path(__file__).parent
+POINT = {"type": "Point", "coordinates": [11.5, 48.1]}
+FEATURE = {"type": "Feature", "geometry": POINT, "properties": {}}
+OPEN_RING = {"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [1, 1], [0, 1]]]}
+BIG_LINE = {"type": "LineString", "coordinates": [[10 + i / 1000, 48.0] for i in range(400)]}
+
+
+@dataclass
+class Limited:
+    gateway: RunningService
+    orchestrator_port: int
+
+
+@pytest.fixture(scope="module")
+def limited(pg_dsn: str, redis_url: str) -> Iterator[Limited]:
+    """A gateway with small input limits whose orchestrator is not running (yet)."""
+    gateway_port, orchestrator_port = free_port(), free_port()
+    env = gateway_env(
+        gateway_port,
+        pg_dsn,
+        redis_url,
+        f"http://127.0.0.1:{orchestrator_port}",
+        GATEWAY_REDIS_KEY_PREFIX="limits:",
+        GATEWAY_MAX_MESSAGE_CHARS="200",
+        GATEWAY_MAX_BODY_BYTES="8192",
+        GATEWAY_MAX_GEOJSON_BYTES="2048",
+        GATEWAY_MAX_TITLE_CHARS="40",
+    )
+    with run_service("stacgis_gateway", env, gateway_port) as gateway:
+        yield Limited(gateway, orchestrator_port)
+
+
+def spatial(**context: Any) -> dict[str, Any]:
+    return {"message": "hi", "session_id": None, "spatial_context": context}
+
+
+BAD_CHAT_BODIES: dict[str, tuple[Any, list[str]]] = {
+    "message too long": ({"message": "x" * 201}, ["body", "message"]),
+    "message blank": ({"message": "   \n "}, ["body", "message"]),
+    "message missing": ({"session_id": None}, ["body", "message"]),
+    "message not text": ({"message": 42}, ["body", "message"]),
+    "message with NUL": ({"message": "a\u0000b"}, ["body", "message"]),
+    "session id not a uuid": ({"message": "hi", "session_id": "../../etc"}, ["body", "session_id"]),
+    "latitude out of range": (
+        spatial(map_center={"lat": 91, "lon": 0}),
+        ["body", "spatial_context", "map_center", "lat"],
+    ),
+    "longitude out of range": (
+        spatial(map_center={"lat": 0, "lon": -180.5}),
+        ["body", "spatial_context", "map_center", "lon"],
+    ),
+    "zoom out of range": (spatial(zoom=31), ["body", "spatial_context", "zoom"]),
+    "feature is a geometry": (spatial(selected_feature=POINT), ["body", "spatial_context", "selected_feature"]),
+    "feature outside the globe": (
+        spatial(selected_feature={**FEATURE, "geometry": {"type": "Point", "coordinates": [12, 95]}}),
+        ["body", "spatial_context", "selected_feature"],
+    ),
+    "feature not an object": (spatial(selected_feature="munich"), ["body", "spatial_context", "selected_feature"]),
+    "polygon ring not closed": (spatial(drawn_geometry=OPEN_RING), ["body", "spatial_context", "drawn_geometry"]),
+    "unknown geometry type": (
+        spatial(drawn_geometry={"type": "Circle", "coordinates": [0, 0]}),
+        ["body", "spatial_context", "drawn_geometry"],
+    ),
+    "geometry too large": (spatial(drawn_geometry=BIG_LINE), ["body", "spatial_context", "drawn_geometry"]),
+    "body too large": ({"message": "hi", "padding": "x" * 9000}, ["body"]),
+    "body not an object": ([1, 2, 3], ["body"]),
+}
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("case", list(BAD_CHAT_BODIES))
+async def test_bad_chat_input_is_422_naming_the_field(limited: Limited, case: str) -> None:
+    body, loc = BAD_CHAT_BODIES[case]
+    async with httpx.AsyncClient(timeout=10) as client:
+        for path in ("/api/v1/chat/stream", "/api/v1/chat/"):
+            response = await client.post(f"{limited.gateway.url}{path}", json=body, headers=user("val"))
+            assert response.status_code == 422, (case, response.text)
+            locations = [item["loc"] for item in response.json()["detail"]]
+            assert loc in locations, (case, locations)
+            assert all(item["msg"] for item in response.json()["detail"])
+
+
+@pytest.mark.asyncio
+async def test_other_bad_inputs_are_422_naming_the_field(limited: Limited) -> None:
+    base = f"{limited.gateway.url}/api/v1"
+    session = "00000000-0000-4000-8000-000000000000"
+    async with httpx.AsyncClient(timeout=10, headers=user("val")) as client:
+        cases: list[tuple[httpx.Response, list[str]]] = [
+            (
+                await client.post(
+                    f"{base}/chat/stream", content=b"{not json", headers={"Content-Type": "application/json"}
+                ),
+                ["body", 1],
+            ),
+            (await client.patch(f"{base}/chat/session/{session}", json={"title": "   "}), ["body", "title"]),
+            (await client.patch(f"{base}/chat/session/{session}", json={"title": "t" * 41}), ["body", "title"]),
+            (await client.patch(f"{base}/chat/session/{session}", json={}), ["body", "title"]),
+            (await client.get(f"{base}/chat/session/not-a-uuid/history"), ["path", "session_id"]),
+            (await client.delete(f"{base}/chat/session/42"), ["path", "session_id"]),
+            (await client.post(f"{base}/chat/approvals/a1", json={"approved": "yes"}), ["body", "approved"]),
+            (
+                await client.post(f"{base}/chat/approvals/a1", json={"approved": True, "reason": "r" * 3000}),
+                ["body", "reason"],
+            ),
+            (
+                await client.get(f"{base}/chat/runs/r1/events", headers={"Last-Event-ID": "garbage"}),
+                ["header", "Last-Event-ID"],
+            ),
+            (await client.get(f"{base}/chat/runs/bad%20id/events"), ["path", "run_id"]),
+            (await client.get(f"{base}/chat/sessions?limit=0"), ["query", "limit"]),
+            (await client.get(f"{base}/usage?since=yesterday"), ["query", "since"]),
+        ]
+    for response, loc in cases:
+        assert response.status_code == 422, (loc, response.text)
+        assert loc in [item["loc"] for item in response.json()["detail"]], (loc, response.text)
+
+
+@pytest.mark.asyncio
+async def test_junk_never_gets_a_500(limited: Limited) -> None:
+    junk: list[Any] = [
+        None,
+        "",
+        "null",
+        0,
+        [],
+        {"message": None},
+        {"message": ["a"]},
+        {"message": "hi", "spatial_context": 5},
+        {"message": "hi", "spatial_context": {"map_center": "here"}},
+        {"message": "hi", "spatial_context": {"map_center": {"lat": "NaN", "lon": 0}}},
+        {"message": "hi", "spatial_context": {"drawn_geometry": {"type": "Polygon", "coordinates": "x"}}},
+        {"message": "hi", "spatial_context": {"selected_feature": {"type": "Feature", "geometry": None}}},
+        {"message": "\u0000\ud7ff" * 10, "session_id": 7},
+    ]
+    async with httpx.AsyncClient(timeout=10, headers=user("val")) as client:
+        for body in junk:
+            response = await client.post(
+                f"{limited.gateway.url}/api/v1/chat/stream",
+                content=json.dumps(body).encode(),
+                headers={"Content-Type": "application/json"},
+            )
+            assert response.status_code == 422, (body, response.status_code, response.text)
+
+
+@pytest.mark.asyncio
+async def test_orchestrator_down_then_dying_mid_run(limited: Limited) -> None:
+    base = limited.gateway.url
+    quinn = new_user()
+    async with httpx.AsyncClient(timeout=30) as client:
+        # Nothing listens on the orchestrator's port.
+        down = await chat(client, base, "anyone there?", user(quinn))
+        assert down.status == 200
+        assert down.names == ["session", "error"]  # the browser still learns its session id
+        assert down.events[1].data["error"]["code"] == "orchestrator_unavailable"
+        assert [e.data["seq"] for e in down.events] == ["1", "2"]
+        assert (await client.get(f"{base}/api/v1/chat/capacity")).json()["active"] == 0
+        history = (
+            await client.get(f"{base}/api/v1/chat/session/{down.session_id}/history", headers=user(quinn))
+        ).json()
+        assert [(m["role"], m["content"]) for m in history["messages"]] == [("user", "anyone there?")]
+        ready = await client.get(f"{base}/readyz")
+        assert ready.status_code == 503 and ready.json()["checks"]["orchestrator"].startswith("error")
+
+        # Now an orchestrator that exits in the middle of the answer.
+        env = {"ORCH_PORT": str(limited.orchestrator_port), "PYTHONPATH": str(HERE)}
+        with run_service("gateway_test_orchestrator", env, limited.orchestrator_port) as mortal:
+            dying = await chat(client, base, "[die][deltas=6] half an answer", user(quinn), session_id=down.session_id)
+            assert mortal.process.wait(10) == 3
+        assert dying.status == 200 and dying.names[0] == "session" and dying.names[-1] == "error"
+        assert dying.events[-1].data["error"]["code"] in {"orchestrator_unavailable", "orchestrator_disconnected"}
+        partial = dying.content()
+        assert partial and "Echo: half an answer".startswith(partial) and partial != "Echo: half an answer"
+        assert (await client.get(f"{base}/api/v1/chat/capacity")).json()["active"] == 0
+        history = (
+            await client.get(f"{base}/api/v1/chat/session/{down.session_id}/history", headers=user(quinn))
+        ).json()
+        assert [(m["role"], m["content"]) for m in history["messages"]] == [
+            ("user", "anyone there?"),
+            ("user", "[die][deltas=6] half an answer"),
+            ("assistant", partial),
+        ]
+        usage = (await client.get(f"{base}/api/v1/usage", headers=user(quinn))).json()
+        assert usage["runs"] == 2 and usage["failed_runs"] == 2

@@ -1,0 +1,110 @@
+"""The knowledge-tools MCP server."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
+from starlette.applications import Starlette
+
+from stacgis_common.auth import current_identity
+from stacgis_common.mcp_app import build_tool_server_app, create_mcp_server
+from stacgis_common.settings import load_settings
+from stacgis_knowledge.metrics import DOCUMENTS_ADDED, observe
+from stacgis_knowledge.runtime import embeddings_client, open_database
+from stacgis_knowledge.service import KnowledgeService
+from stacgis_knowledge.settings import KnowledgeSettings
+
+INSTRUCTIONS = (
+    "The product's knowledge base: its datasets (what each raster and vector collection holds, units, "
+    "resolution, sources) and the concepts users ask about (NDVI, DEMs, land-cover classes, CRS, resolution, "
+    "how statistics, zonal statistics and change detection are computed, STAC). Search it before explaining "
+    "a dataset or a method, and cite the source of what you use."
+)
+
+settings = load_settings(KnowledgeSettings)
+server = create_mcp_server("knowledge-tools", settings, instructions=INSTRUCTIONS)
+
+
+class Runtime:
+    """Process-wide state, set up by the Starlette lifespan (the MCP transport is per request)."""
+
+    service: KnowledgeService | None = None
+
+    def get(self) -> KnowledgeService:
+        if self.service is None:
+            raise RuntimeError("knowledge-tools is not started")
+        return self.service
+
+
+runtime = Runtime()
+
+
+def compact(result: dict[str, Any]) -> CallToolResult:
+    """Structured content plus the same JSON, unindented, as text (what reaches the model's context)."""
+    text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=result)
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False))
+async def search_knowledge(
+    query: Annotated[str, Field(description="A question or keywords, e.g. 'what does an NDVI of 0.2 mean?'")],
+    limit: Annotated[
+        int, Field(ge=1, le=settings.max_limit, description="Maximum number of passages.")
+    ] = settings.default_limit,
+) -> CallToolResult:
+    """Search the knowledge base by meaning and by words (vector similarity and full-text search, fused by
+    reciprocal rank). Each result is one passage (`chunk`) with its document `title`, `source` and section
+    `heading`."""
+    with observe("search_knowledge"):
+        return compact(await runtime.get().search(query, limit))
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=False, idempotent_hint=True, open_world_hint=False))
+async def add_knowledge(
+    title: Annotated[str, Field(description="Document title.")],
+    content: Annotated[str, Field(description="Markdown or plain text; split into passages at its headings.")],
+    source: Annotated[str | None, Field(description="Where the text comes from (URL, file, citation).")] = None,
+    tags: Annotated[list[str] | None, Field(description="Keywords, e.g. ['ndvi', 'landsat'].")] = None,
+) -> CallToolResult:
+    """Add a document to the knowledge base: split into passages by its Markdown structure, embedded and
+    indexed. Content already in the base is not added twice (`status` says `duplicate`)."""
+    with observe("add_knowledge"):
+        identity = current_identity()
+        result = await runtime.get().add(title, content, source, tags, identity.user_id)
+        DOCUMENTS_ADDED.labels(result["status"]).inc()
+        return compact(result)
+
+
+@server.resource(
+    "knowledge://documents",
+    name="knowledge-documents",
+    description="Titles, sources and tags of every document in the knowledge base.",
+    mime_type="application/json",
+)
+async def documents_resource() -> str:
+    return json.dumps(await runtime.get().list_documents())
+
+
+@contextlib.asynccontextmanager
+async def lifespan(_: Starlette) -> AsyncIterator[None]:
+    pool = await open_database(settings)
+    embedder = embeddings_client(settings)
+    runtime.service = KnowledgeService(settings, pool, embedder)
+    try:
+        yield
+    finally:
+        runtime.service = None
+        await embedder.aclose()
+        await pool.close()
+
+
+async def postgres_ready() -> None:
+    await runtime.get().pool.fetchval("SELECT 1")
+
+
+app = build_tool_server_app(server, settings, readiness={"postgres": postgres_ready}, lifespan=lifespan)

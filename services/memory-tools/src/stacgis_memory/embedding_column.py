@@ -1,0 +1,134 @@
+"""The `embedding` column and its HNSW index, sized from the settings.
+
+The numbered SQL migrations are static, but the vector dimension follows the configured
+embedding model, so this module adds the column and index in code (once, under an advisory
+lock, so replicas starting together agree). The model and dimension the stored vectors come
+from are recorded in `<schema>.embedding_config`; a server configured for another model
+refuses to start instead of comparing vectors from different spaces. `reembed` moves the
+stored rows to the configured model (the migrate command's `--reembed`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass
+from typing import Protocol
+
+import asyncpg
+
+log = logging.getLogger(__name__)
+
+REEMBED_BATCH = 256
+
+
+class Embedder(Protocol):
+    async def embed(self, texts: list[str]) -> list[list[float]]: ...
+
+
+class EmbeddingMismatch(RuntimeError):
+    """Stored vectors come from another model or dimension than the settings ask for."""
+
+
+@dataclass(frozen=True)
+class EmbeddingTarget:
+    schema: str
+    table: str
+    # SQL expression (over the table's columns) giving the text each row's vector embeds.
+    text_expression: str
+    # Columns identifying a row, used to write re-embedded vectors back.
+    key_columns: tuple[str, ...]
+    model: str
+    dimension: int
+    migrate_command: str
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.schema}.{self.table}"
+
+    @property
+    def index_name(self) -> str:
+        return f"{self.table}_embedding_hnsw"
+
+    def lock_key(self) -> int:
+        digest = hashlib.sha256(f"stacgis-embedding:{self.qualified}".encode()).digest()
+        return int.from_bytes(digest[:8], "big", signed=True)
+
+
+async def _column_type(connection: asyncpg.Connection, target: EmbeddingTarget) -> str | None:
+    value = await connection.fetchval(
+        "SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
+        " WHERE attrelid = $1::regclass AND attname = 'embedding' AND NOT attisdropped",
+        target.qualified,
+    )
+    return str(value) if value is not None else None
+
+
+async def _add_column(connection: asyncpg.Connection, target: EmbeddingTarget) -> None:
+    await connection.execute(f"ALTER TABLE {target.qualified} ADD COLUMN embedding vector({target.dimension})")
+    # Cosine distance: the embedding servers return unit vectors, and cosine is what the
+    # near-duplicate threshold and the similarity figures in results are expressed in.
+    await connection.execute(
+        f"CREATE INDEX {target.index_name} ON {target.qualified} USING hnsw (embedding vector_cosine_ops)"
+    )
+
+
+async def _record(connection: asyncpg.Connection, target: EmbeddingTarget) -> None:
+    await connection.execute(
+        f"INSERT INTO {target.schema}.embedding_config (id, model, dimension) VALUES (true, $1, $2)"
+        " ON CONFLICT (id) DO UPDATE SET model = EXCLUDED.model, dimension = EXCLUDED.dimension,"
+        " updated_at = now()",
+        target.model,
+        target.dimension,
+    )
+
+
+async def ensure_embedding_column(pool: asyncpg.Pool, target: EmbeddingTarget) -> None:
+    async with pool.acquire() as connection, connection.transaction():
+        await connection.execute("SELECT pg_advisory_xact_lock($1)", target.lock_key())
+        column = await _column_type(connection, target)
+        if column is None:
+            await _add_column(connection, target)
+            await _record(connection, target)
+            log.info("created embedding column", extra={"table": target.qualified, "dimension": target.dimension})
+            return
+        stored = await connection.fetchrow(f"SELECT model, dimension FROM {target.schema}.embedding_config")
+        stored_model = stored["model"] if stored else None
+        if column != f"vector({target.dimension})" or stored_model != target.model:
+            raise EmbeddingMismatch(
+                f"{target.qualified} holds {column} embeddings from model {stored_model!r}, but the settings "
+                f"ask for model {target.model!r} with {target.dimension} dimensions; run "
+                f"`{target.migrate_command} --reembed` to re-embed the stored texts with the configured model"
+            )
+    # The pool's connections may predate the vector type's codec registration.
+    await pool.expire_connections()
+
+
+async def reembed(pool: asyncpg.Pool, target: EmbeddingTarget, embedder: Embedder) -> int:
+    """Rebuild the column for the configured model in one transaction; returns rows re-embedded."""
+    keys = ", ".join(target.key_columns)
+    async with pool.acquire() as connection, connection.transaction():
+        await connection.execute("SELECT pg_advisory_xact_lock($1)", target.lock_key())
+        rows = await connection.fetch(
+            f"SELECT {keys}, {target.text_expression} AS text FROM {target.qualified} ORDER BY {keys}"
+        )
+        vectors: list[list[float]] = []
+        for start in range(0, len(rows), REEMBED_BATCH):
+            vectors.extend(await embedder.embed([row["text"] for row in rows[start : start + REEMBED_BATCH]]))
+        await connection.execute(f"DROP INDEX IF EXISTS {target.schema}.{target.index_name}")
+        await connection.execute(f"ALTER TABLE {target.qualified} DROP COLUMN IF EXISTS embedding")
+        await connection.execute(f"ALTER TABLE {target.qualified} ADD COLUMN embedding vector({target.dimension})")
+        condition = " AND ".join(f"{column} = ${index + 2}" for index, column in enumerate(target.key_columns))
+        await connection.executemany(
+            f"UPDATE {target.qualified} SET embedding = $1::real[]::vector WHERE {condition}",
+            [
+                (vector, *(row[column] for column in target.key_columns))
+                for row, vector in zip(rows, vectors, strict=True)
+            ],
+        )
+        await connection.execute(
+            f"CREATE INDEX {target.index_name} ON {target.qualified} USING hnsw (embedding vector_cosine_ops)"
+        )
+        await _record(connection, target)
+    await pool.expire_connections()
+    return len(rows)
