@@ -1,9 +1,16 @@
 import { defineConfig } from "vitest/config";
 import react from "@vitejs/plugin-react";
 
-// The dev server proxies the API and tiles to the local ingress so the browser
-// sees one origin, as it does behind the cluster ingress.
+// The dev and preview servers proxy the API and tiles so the browser sees one
+// origin, as it does behind the ingress: by default to the local ingress, or to
+// the gateway and raster-tools directly.
 const backend = process.env.STACGIS_BACKEND_URL ?? "http://127.0.0.1:8080";
+const apiTarget = process.env.STACGIS_API_URL ?? backend;
+const tilesTarget = process.env.STACGIS_TILES_URL ?? backend;
+const proxy = {
+  "/api": { target: apiTarget, changeOrigin: false },
+  "/tiles": { target: tilesTarget, changeOrigin: false },
+};
 
 export default defineConfig({
   plugins: [react()],
@@ -26,18 +33,8 @@ export default defineConfig({
       },
     },
   },
-  server: {
-    proxy: {
-      "/api": { target: backend, changeOrigin: false },
-      "/tiles": { target: backend, changeOrigin: false },
-    },
-  },
-  preview: {
-    proxy: {
-      "/api": { target: backend, changeOrigin: false },
-      "/tiles": { target: backend, changeOrigin: false },
-    },
-  },
+  server: { proxy },
+  preview: { proxy },
   test: {
     include: ["src/**/*.test.{ts,tsx}"],
     environment: "node",

@@ -14,6 +14,7 @@ service does not take the others down.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import os
@@ -48,6 +49,8 @@ STARTED_INFRA = RUN / "stack-infra.json"
 # The chart's default chat model, used with Ollama when ORCHESTRATOR_LLM_MODEL is not set.
 CHART_LLM_MODEL = "qwen3:8b"
 LOCAL_LLM_MODEL = "smollm2:135m"
+# Set by choose_llm(), on top of deploy/local/stack.env.
+LLM_VARIABLES = ("ORCHESTRATOR_LLM_BASE_URL", "ORCHESTRATOR_LLM_MODEL", "GATEWAY_MODEL_LABEL", "GATEWAY_PROVIDER_LABEL")
 READY_TIMEOUT_SECONDS = 300.0
 # Restart back-off of a crashed service: first wait, cap, and the run time after which it resets.
 BACKOFF_FIRST, BACKOFF_MAX, BACKOFF_RESET_AFTER = 2.0, 30.0, 60.0
@@ -131,7 +134,7 @@ def model_names(base_url: str) -> list[str] | None:
 
 def has_model(names: list[str], model: str) -> bool:
     wanted = model if ":" in model else f"{model}:latest"
-    return any(name == wanted or name == model for name in names)
+    return any(name in (wanted, model) for name in names)
 
 
 def choose_llm(env: dict[str, str]) -> None:
@@ -149,8 +152,10 @@ def choose_llm(env: dict[str, str]) -> None:
             base_url, model, provider = ollama, chosen_model or CHART_LLM_MODEL, "ollama"
             say(f"LLM: Ollama at {ollama}, model {model}")
             if not has_model(listed, model):
-                say(f"warning: Ollama does not have {model} (it has: {', '.join(listed) or 'nothing'}); "
-                    f"run `ollama pull {model}` or set ORCHESTRATOR_LLM_MODEL")
+                say(
+                    f"warning: Ollama does not have {model} (it has: {', '.join(listed) or 'nothing'}); "
+                    f"run `ollama pull {model}` or set ORCHESTRATOR_LLM_MODEL"
+                )
         else:
             if ollama:
                 say(f"OLLAMA_BASE_URL={ollama} does not answer: using the local model server")
@@ -219,11 +224,16 @@ def prepare_data(env: dict[str, str], present: list[Service]) -> None:
             [python, "-m", "stacgis_vector.load", "--cache", str(LOCAL / "cache")],
             env,
         )
-    if "knowledge-tools" in names and module_exists("stacgis_knowledge.ingest"):
-        command = [python, "-m", "stacgis_knowledge.ingest"]
-        if (ROOT / "knowledge").is_dir():
-            command.append(str(ROOT / "knowledge"))
-        run_step("knowledge-tools: ingesting the knowledge base (unchanged documents are skipped)", command, env)
+    if "knowledge-tools" in names:
+        documents = ROOT / "knowledge"
+        if documents.is_dir():
+            run_step(
+                "knowledge-tools: ingesting knowledge/ (unchanged documents are skipped)",
+                [python, "-m", "stacgis_knowledge.ingest", str(documents)],
+                env,
+            )
+        else:
+            say("warning: no knowledge/ folder: the knowledge base stays empty")
 
 
 def frontend_sources(frontend: Path) -> list[Path]:
@@ -466,10 +476,8 @@ def wait_ready(services: list[Service], timeout: float = READY_TIMEOUT_SECONDS) 
 
 def record_started_infra(started: dict[str, bool]) -> None:
     previous: dict[str, bool] = {}
-    try:
+    with contextlib.suppress(OSError, ValueError):
         previous = json.loads(STARTED_INFRA.read_text())
-    except (OSError, ValueError):
-        pass
     # Still ours if an earlier `up` started it and it was not stopped since.
     merged = {name: bool(started.get(name) or previous.get(name)) for name in ("postgres", "redis", "model-server")}
     STARTED_INFRA.write_text(json.dumps(merged))

@@ -2,6 +2,7 @@ import { expect, test, type Page } from "@playwright/test";
 import {
   APPROVAL_TOOL,
   addRules,
+  approvalArguments,
   lastAnswer,
   openApp,
   resetRules,
@@ -75,7 +76,7 @@ test("with every slot busy a second browser is queued, then served", async ({ br
 
 test("the approval dialog approves a gated tool and the run continues", async ({ page, request }) => {
   const token = uniqueToken("approve");
-  const args = { text: `Kneiff is the highest point of Luxembourg ${token}`, title: "Kneiff" };
+  const args = approvalArguments(token);
   await addRules(request, [
     { name: `${token}-call`, match: { last_user: token, step: 0 }, tool_calls: [{ name: APPROVAL_TOOL, arguments: args }] },
     {
@@ -91,7 +92,9 @@ test("the approval dialog approves a gated tool and the run continues", async ({
   const dialog = page.getByRole("dialog", { name: "Allow this action?" });
   await expect(dialog).toBeVisible();
   await expect(dialog.getByTestId("approval-tool")).toHaveText(APPROVAL_TOOL);
-  await expect(dialog.getByTestId("approval-args")).toContainText(token);
+  for (const value of Object.values(args)) {
+    await expect(dialog.getByTestId("approval-args")).toContainText(JSON.stringify(value));
+  }
   await screenshot(page, "approval-dialog");
 
   await dialog.getByLabel("Reason (optional, sent to the assistant)").fill("Fine by me");
@@ -116,15 +119,27 @@ test("a dropped connection resumes the answer without duplicate text", async ({ 
   await page.route("**/api/v1/chat/stream", async (route) => {
     const upstream = await route.fetch();
     const body = await upstream.text();
-    const events = body.split("\n\n");
-    const contentEvents = events.map((e, i) => [e, i] as const).filter(([e]) => e.includes("event: content"));
-    const [, cutIndex] = contentEvents[Math.floor(contentEvents.length / 2)];
-    const kept = events.slice(0, cutIndex).join("\n\n") + "\n\n";
-    cutAfterId = /id: (.+)/.exec(events[cutIndex - 1])?.[1] ?? null;
-    const half = events[cutIndex].slice(0, Math.floor(events[cutIndex].length / 2));
-    await route.fulfill({ status: 200, headers: { "Content-Type": "text/event-stream" }, body: kept + half });
+    // Split into events at blank lines, keeping the server's own line endings (CRLF).
+    const ends = [...body.matchAll(/\r?\n\r?\n/g)].map((m) => m.index + m[0].length);
+    const starts = [0, ...ends.slice(0, -1)];
+    const events = starts.map((start, i) => body.slice(start, ends[i]));
+    const contentIndexes = events.flatMap((e, i) => (/^event: content\r?$/m.test(e) ? [i] : []));
+    const cut = contentIndexes[Math.floor(contentIndexes.length / 2)];
+    cutAfterId = /^id: ([^\r\n]+)/m.exec(events[cut - 1])?.[1] ?? null;
+    const kept = body.slice(0, starts[cut]) + events[cut].slice(0, Math.floor(events[cut].length / 2));
+    await route.fulfill({ status: 200, headers: { "Content-Type": "text/event-stream" }, body: kept });
   });
   const resumeRequest = page.waitForRequest((r) => /\/api\/v1\/chat\/runs\/[^/]+\/events$/.test(r.url()));
+  // Every text the answer shows on the way, to catch a repeated piece even if the final text is repaired.
+  await page.evaluate(() => {
+    const w = window as unknown as { __answerTexts: string[] };
+    w.__answerTexts = [];
+    new MutationObserver(() => {
+      const answers = document.querySelectorAll("article.message-assistant [data-testid=answer]");
+      const last = answers[answers.length - 1];
+      if (last) w.__answerTexts.push(last.textContent ?? "");
+    }).observe(document.body, { subtree: true, childList: true, characterData: true });
+  });
 
   await send(page, `Greek letters please ${token}`);
   const resumed = await resumeRequest;
@@ -133,6 +148,9 @@ test("a dropped connection resumes the answer without duplicate text", async ({ 
 
   const done = await waitForAnswer(page);
   await expect(done.getByTestId("answer")).toHaveText(answer);
+  const seen = await page.evaluate(() => (window as unknown as { __answerTexts: string[] }).__answerTexts);
+  expect(seen.length).toBeGreaterThan(3);
+  for (const text of seen) expect(answer.startsWith(text), `shown text was not a prefix: ${text}`).toBe(true);
   await expect(page.locator("[data-notice=resuming]")).toHaveCount(0);
   await screenshot(page, "resumed");
 });

@@ -6,8 +6,13 @@ import { fileURLToPath } from "node:url";
 /** The scripted model server of `make up` (speaks the Ollama wire protocol; rules set per test). */
 export const MODEL_SERVER_URL = process.env.MODEL_SERVER_URL ?? "http://127.0.0.1:11434";
 
-/** A tool the stack is configured to gate behind the user's approval. */
+/** A tool the stack is configured to gate behind the user's approval, and arguments it accepts. */
 export const APPROVAL_TOOL = process.env.E2E_APPROVAL_TOOL ?? "add_knowledge";
+export function approvalArguments(token: string): Record<string, unknown> {
+  const given = process.env.E2E_APPROVAL_ARGS;
+  if (given) return JSON.parse(given.replaceAll("{token}", token)) as Record<string, unknown>;
+  return { text: `Kneiff is the highest point of Luxembourg (560 m). ${token}`, source: "e2e" };
+}
 
 const SCREENSHOTS = join(dirname(fileURLToPath(import.meta.url)), "screenshots");
 

@@ -17,6 +17,7 @@ PROTOCOL_VERSION = "2025-11-25"
 CALL_TIMEOUT_SECONDS = 90.0
 # An error longer than this is not a clear error (and floods the model's context).
 MAX_ERROR_CHARS = 4000
+PARSE_ERROR = -32700
 # Text that must never come back from a tool: internals or the content of files outside the data.
 LEAK_MARKERS = (
     "Traceback (most recent call last)",
@@ -118,6 +119,9 @@ def problems_with_call(answer: Answer, output_schema: dict[str, Any] | None) -> 
     result = answer.result
     if result is None and answer.status == 413:
         return problems  # a body over the server's size limit: refused before any tool runs
+    error = answer.rpc_error or {}
+    if result is None and answer.status == 400 and error.get("code") == PARSE_ERROR:
+        return problems  # JSON the server's parser refuses (e.g. a lone surrogate escape): a clean refusal
     if result is None:
         error = answer.rpc_error
         problems.append(

@@ -146,6 +146,24 @@ describe("chatReducer", () => {
     expect(assistant(s).activities.at(-1)).toMatchObject({ kind: "approval", status: "approved" });
   });
 
+  it("records the decision even when the stream moved on before the answer was confirmed", () => {
+    let s = apply(started(), [
+      ev(RUN, 1, 1, { approvalRequired: { approvalId: "ap1", callId: "c5", toolName: "add_knowledge" } }),
+    ]);
+    s = chatReducer(s, { type: "event", event: ev(RUN, 2, 1, { toolStart: { callId: "c5", toolName: "add_knowledge" } }), eventId: "2" });
+    s = chatReducer(s, { type: "approval_answered", approvalId: "ap1", approved: true });
+    expect(assistant(s).activities.find((a) => a.kind === "approval")?.status).toBe("approved");
+  });
+
+  it("shows a rejected or timed-out approval as rejected", () => {
+    const s = apply(started(), [
+      ev(RUN, 1, 1, { approvalRequired: { approvalId: "ap1", callId: "c5", toolName: "add_knowledge" } }),
+      ev(RUN, 2, 1, { toolError: { callId: "c5", toolName: "add_knowledge", error: "the user said no", kind: "rejected" } }),
+    ]);
+    expect(assistant(s).activities.find((a) => a.kind === "approval")?.status).toBe("rejected");
+    expect(assistant(s).activities.find((a) => a.kind === "tool")).toMatchObject({ status: "error", text: "the user said no" });
+  });
+
   it("closes a stale approval dialog when the call proceeds", () => {
     const s = apply(started(), [
       ev(RUN, 1, 1, { approvalRequired: { approvalId: "ap1", callId: "c5", toolName: "add_knowledge" } }),

@@ -60,7 +60,7 @@ function applyPayload(message: UiMessage, event: AgentEvent, key: string): UiMes
       return {
         ...message,
         activities: [
-          ...message.activities,
+          ...settleApproval(message.activities, p.value.callId, "approved"),
           {
             id: key,
             kind: "tool",
@@ -82,14 +82,16 @@ function applyPayload(message: UiMessage, event: AgentEvent, key: string): UiMes
         durationMs: durationOf(p.value.durationMs),
         ...(isError ? { text: p.value.error } : { result: p.value.result, truncated: p.value.truncated }),
       };
-      const idx = findToolActivity(message.activities, callId, toolName);
+      const refused = isError && (p.value.kind === "rejected" || p.value.kind === "approval_timeout");
+      const settled = settleApproval(message.activities, callId, refused ? "rejected" : "approved");
+      const idx = findToolActivity(settled, callId, toolName);
       if (idx === -1) {
         return {
           ...message,
-          activities: [...message.activities, { id: key, kind: "tool", step, toolName, callId, ...patch }],
+          activities: [...settled, { id: key, kind: "tool", step, toolName, callId, ...patch }],
         };
       }
-      const activities = message.activities.slice();
+      const activities = settled.slice();
       activities[idx] = { ...activities[idx], ...patch };
       return { ...message, activities };
     }
@@ -106,6 +108,7 @@ function applyPayload(message: UiMessage, event: AgentEvent, key: string): UiMes
             step,
             toolName: p.value.toolName,
             callId: p.value.callId,
+            approvalId: p.value.approvalId,
             status: "pending",
             arguments: p.value.arguments,
           },
@@ -155,6 +158,16 @@ function applyPayload(message: UiMessage, event: AgentEvent, key: string): UiMes
     default:
       return message;
   }
+}
+
+/** The call moved on: its approval entry, if still pending, says how it was decided. */
+function settleApproval(activities: Activity[], callId: string, status: "approved" | "rejected"): Activity[] {
+  if (!callId || !activities.some((a) => a.kind === "approval" && a.callId === callId && a.status === "pending")) {
+    return activities;
+  }
+  return activities.map((a) =>
+    a.kind === "approval" && a.callId === callId && a.status === "pending" ? { ...a, status } : a,
+  );
 }
 
 function findToolActivity(activities: Activity[], callId: string, toolName: string): number {
@@ -382,21 +395,19 @@ export function chatReducer(state: ChatState, action: ChatAction): ChatState {
       return { ...next, run: { ...run, phase: "finished" }, approval: null, notice: { kind, text: action.message } };
     }
     case "approval_answered": {
-      if (!state.approval || state.approval.approvalId !== action.approvalId) return state;
-      const callId = state.approval.callId;
+      // The dialog may already be gone (the stream moved on first): the feed entry is updated anyway.
+      const next: ChatState =
+        state.approval?.approvalId === action.approvalId ? { ...state, approval: null } : state;
       const run = state.run;
-      let next: ChatState = { ...state, approval: null };
-      if (run) {
-        next = updateMessage(next, run.assistantId, (m) => ({
-          ...m,
-          activities: m.activities.map((a) =>
-            a.kind === "approval" && a.callId === callId && a.status === "pending"
-              ? { ...a, status: action.approved ? "approved" : "rejected" }
-              : a,
-          ),
-        }));
-      }
-      return next;
+      if (!run) return next;
+      return updateMessage(next, run.assistantId, (m) => ({
+        ...m,
+        activities: m.activities.map((a) =>
+          a.kind === "approval" && a.approvalId === action.approvalId && a.status === "pending"
+            ? { ...a, status: action.approved ? "approved" : "rejected" }
+            : a,
+        ),
+      }));
     }
     case "history_loaded":
       return {

@@ -11,6 +11,7 @@ export interface Activity {
   text?: string;
   toolName?: string;
   callId?: string;
+  approvalId?: string;
   status?: ActivityStatus;
   durationMs?: number;
   arguments?: JsonObject;

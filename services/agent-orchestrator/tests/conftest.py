@@ -126,7 +126,12 @@ def trace_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def stack_env(
-    model_server: RunningService, redis_url: str, raster: ToolServer, vector: ToolServer, memory: ToolServer, trace_file: Path
+    model_server: RunningService,
+    redis_url: str,
+    raster: ToolServer,
+    vector: ToolServer,
+    memory: ToolServer,
+    trace_file: Path,
 ) -> dict[str, str]:
     servers = {"raster": raster.mcp, "vector": vector.mcp, "memory": memory.mcp}
     return orchestrator_env(model_server.url, redis_url, servers, trace_file)

@@ -8,15 +8,14 @@ its `seq`, and `seq` must count up from 1 without gaps.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 from google.protobuf import json_format
-from stacgis_proto.v1 import events_pb2
 
 from stacgis_common.testing import token_for
+from stacgis_proto.v1 import events_pb2
 
 
 @dataclass
@@ -47,14 +46,17 @@ def parse_event(name: str, event_id: str, data: str) -> Event:
     return Event(name, event_id, json.loads(data), proto)
 
 
-@dataclass
 class RunStream:
-    response: httpx.Response
-    events: list[Event] = field(default_factory=list)
+    """Reads one run's SSE response; `until` and `rest` can be mixed, each event is read once."""
 
-    async def __aiter__(self) -> AsyncIterator[Event]:
+    def __init__(self, response: httpx.Response) -> None:
+        self.response = response
+        self.events: list[Event] = []
+        self._lines = response.aiter_lines()
+
+    async def next(self) -> Event | None:
         name, event_id, data = "", "", []
-        async for line in self.response.aiter_lines():
+        async for line in self._lines:
             if line.startswith(":"):
                 continue
             if not line:
@@ -63,8 +65,7 @@ class RunStream:
                     expected = len(self.events) + 1
                     assert event.proto.seq == expected, f"seq {event.proto.seq}, expected {expected}"
                     self.events.append(event)
-                    yield event
-                name, event_id, data = "", "", []
+                    return event
                 continue
             key, _, value = line.partition(":")
             value = value.removeprefix(" ")
@@ -74,15 +75,16 @@ class RunStream:
                 event_id = value
             elif key == "data":
                 data.append(value)
+        return None
 
     async def until(self, name: str) -> Event:
-        async for event in self:
+        while (event := await self.next()) is not None:
             if event.name == name:
                 return event
         raise AssertionError(f"stream ended without a {name} event: {[e.name for e in self.events]}")
 
     async def rest(self) -> list[Event]:
-        async for _ in self:
+        while await self.next() is not None:
             pass
         return self.events
 
@@ -92,11 +94,13 @@ def auth(user: str = "alice", session: str | None = "s-1") -> dict[str, str]:
 
 
 async def run_events(base_url: str, body: dict[str, Any], user: str = "alice", timeout: float = 60) -> list[Event]:
-    async with httpx.AsyncClient(base_url=base_url, timeout=timeout) as client:
-        async with client.stream("POST", "/v1/runs", json=body, headers=auth(user)) as response:
-            assert response.status_code == 200, (await response.aread()).decode()
-            assert response.headers["content-type"].startswith("text/event-stream")
-            return await RunStream(response).rest()
+    async with (
+        httpx.AsyncClient(base_url=base_url, timeout=timeout) as client,
+        client.stream("POST", "/v1/runs", json=body, headers=auth(user)) as response,
+    ):
+        assert response.status_code == 200, (await response.aread()).decode()
+        assert response.headers["content-type"].startswith("text/event-stream")
+        return await RunStream(response).rest()
 
 
 def names(events: list[Event]) -> list[str]:

@@ -44,7 +44,10 @@ async def test_multi_step_run_streams_tools_then_the_answer_as_deltas(orch, mode
             "tool_calls": [
                 {
                     "name": "get_raster_statistics",
-                    "arguments": {"collection_id": "{{tool:list_raster_collections:collections.1.id}}", "bbox": BBOX_LUX},
+                    "arguments": {
+                        "collection_id": "{{tool:list_raster_collections:collections.1.id}}",
+                        "bbox": BBOX_LUX,
+                    },
                 }
             ],
         },
@@ -154,7 +157,11 @@ async def test_tool_calls_carry_the_callers_identity_and_trace_context(orch, mod
     message = unique("who am I")
     await set_rules(
         model_url,
-        {"name": "call", "match": {"last_user": "who am I", "step": 0}, "tool_calls": [{"name": "whoami", "arguments": {}}]},
+        {
+            "name": "call",
+            "match": {"last_user": "who am I", "step": 0},
+            "tool_calls": [{"name": "whoami", "arguments": {}}],
+        },
         {"name": "answer", "match": {"last_tool": "whoami"}, "content": "You are {{tool:whoami:user_id}}."},
     )
     events = await run_events(orch.url, {"message": message}, user="carol")
@@ -179,7 +186,9 @@ async def test_invalid_and_unknown_calls_go_back_to_the_model_which_corrects_the
         {
             "name": "bad bbox",
             "match": {"last_user": "statistics please", "step": 0},
-            "tool_calls": [{"name": "get_raster_statistics", "arguments": {"collection_id": "lux-dem", "bbox": [5.7, 49.4]}}],
+            "tool_calls": [
+                {"name": "get_raster_statistics", "arguments": {"collection_id": "lux-dem", "bbox": [5.7, 49.4]}}
+            ],
         },
         {
             "name": "unknown tool",
@@ -194,7 +203,9 @@ async def test_invalid_and_unknown_calls_go_back_to_the_model_which_corrects_the
         {
             "name": "corrected",
             "match": {"last_user": "statistics please", "step": 3, "last_tool_content": "unknown collection 'dem'"},
-            "tool_calls": [{"name": "get_raster_statistics", "arguments": {"collection_id": "lux-dem", "bbox": BBOX_LUX}}],
+            "tool_calls": [
+                {"name": "get_raster_statistics", "arguments": {"collection_id": "lux-dem", "bbox": BBOX_LUX}}
+            ],
         },
         {
             "name": "answer",
@@ -229,9 +240,15 @@ async def test_numbers_sent_as_strings_are_repaired_before_validation(orch, mode
         {
             "name": "string numbers",
             "match": {"last_user": "point value", "step": 0},
-            "tool_calls": [{"name": "query_raster_point", "arguments": {"collection_id": "lux-dem", "lon": "6.1", "lat": "49.6"}}],
+            "tool_calls": [
+                {"name": "query_raster_point", "arguments": {"collection_id": "lux-dem", "lon": "6.1", "lat": "49.6"}}
+            ],
         },
-        {"name": "answer", "match": {"last_user": "point value", "step": 1}, "content": "{{tool:query_raster_point:value}}"},
+        {
+            "name": "answer",
+            "match": {"last_user": "point value", "step": 1},
+            "content": "{{tool:query_raster_point:value}}",
+        },
     )
     events = await run_events(orch.url, {"message": message})
     start = next(e for e in events if e.name == "tool_start")
@@ -317,7 +334,8 @@ async def test_both_thinking_forms_become_thinking_events_and_stay_out_of_the_an
     [
         ('<tool_call>{"name": "list_raster_collections", "arguments": {}}</tool_call>', "list_raster_collections"),
         (
-            '```json\n{"name": "query_raster_point", "arguments": {"collection_id": "lux-dem", "lon": 6.1, "lat": 49.6}}\n```',
+            '```json\n{"name": "query_raster_point", '
+            '"arguments": {"collection_id": "lux-dem", "lon": 6.1, "lat": 49.6}}\n```',
             "query_raster_point",
         ),
     ],

@@ -14,7 +14,7 @@ from stacgis_common.testing import RunningService, free_port, run_service
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 
-from gateway_helpers import Gateways, gateway_env  # noqa: E402
+from gateway_helpers import Gateways, gateway_env, services  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -29,10 +29,10 @@ def gateways(pg_dsn: str, redis_url: str, orchestrator: RunningService) -> Itera
     """Two gateway processes sharing Redis and Postgres (trusted-header auth: tests pick users by header)."""
     port_a, port_b = free_port(), free_port()
     common = {"GATEWAY_REDIS_KEY_PREFIX": "main:"}
-    with (
-        run_service("stacgis_gateway", gateway_env(port_a, pg_dsn, redis_url, orchestrator.url, **common), port_a) as a,
-        run_service("stacgis_gateway", gateway_env(port_b, pg_dsn, redis_url, orchestrator.url, **common), port_b) as b,
-    ):
+    with services(
+        ("stacgis_gateway", gateway_env(port_a, pg_dsn, redis_url, orchestrator.url, **common), port_a),
+        ("stacgis_gateway", gateway_env(port_b, pg_dsn, redis_url, orchestrator.url, **common), port_b),
+    ) as (a, b):
         yield Gateways(a, b, orchestrator, "main:")
 
 

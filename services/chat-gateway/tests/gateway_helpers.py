@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,7 +15,7 @@ import asyncpg
 import httpx
 from google.protobuf import json_format
 
-from stacgis_common.testing import RunningService
+from stacgis_common.testing import RunningService, run_service
 from stacgis_proto.v1 import events_pb2
 
 PAYLOAD_EVENT = {
@@ -58,6 +60,25 @@ class Gateways:
     b: RunningService
     orchestrator: RunningService
     prefix: str
+
+
+@contextlib.contextmanager
+def services(*specs: tuple[str, dict[str, str], int]) -> Iterator[list[RunningService]]:
+    """Start several `(module, env, port)` processes at once (start-up is mostly imports) and stop them all."""
+    managers = [run_service(module, env, port) for module, env, port in specs]
+    with contextlib.ExitStack() as stack, ThreadPoolExecutor(len(managers)) as pool:
+        futures = [pool.submit(manager.__enter__) for manager in managers]
+        started: list[RunningService] = []
+        failure: BaseException | None = None
+        for manager, future in zip(managers, futures, strict=True):
+            try:
+                started.append(future.result())
+                stack.push(manager.__exit__)
+            except Exception as error:
+                failure = failure or error
+        if failure is not None:
+            raise failure
+        yield started
 
 
 def user(name: str) -> dict[str, str]:

@@ -203,14 +203,18 @@ async def cancel(run_id: str, _: Annotated[Identity, Depends(verified)]) -> dict
 
 @app.post("/v1/approvals/{approval_id}")
 async def approve(approval_id: str, request: Request, _: Annotated[Identity, Depends(verified)]) -> dict[str, Any]:
-    body = await request.json()
+    decision = run_pb2.ApprovalDecision()
+    try:
+        json_format.ParseDict(await request.json(), decision)  # strict, like the run request
+    except json_format.ParseError as error:
+        raise HTTPException(400, f"not an ApprovalDecision: {error}") from None
     future = approvals.get(approval_id)
     if future is None:
         raise HTTPException(404, "no such approval")
     if future.done():
         raise HTTPException(409, "already answered")
-    future.set_result((bool(body["approved"]), body.get("reason")))
-    return {"approval_id": approval_id, "approved": bool(body["approved"])}
+    future.set_result((decision.approved, decision.reason or None))
+    return {"approvalId": approval_id, "status": "approved" if decision.approved else "rejected"}
 
 
 @app.get("/_scripted/runs")

@@ -9,7 +9,7 @@ import httpx
 import pytest
 import redis
 import redis.asyncio as aioredis
-from gateway_helpers import Gateways, chat, gateway_env, new_user, resume, user
+from gateway_helpers import Gateways, chat, gateway_env, new_user, resume, services, user
 
 from stacgis_common.testing import RunningService, free_port, run_service
 
@@ -71,20 +71,18 @@ async def test_slot_of_a_killed_gateway_is_pruned_after_the_ttl(
     port_doomed, port_survivor = free_port(), free_port()
     gate_key = "kill:chat:active_slots"
     frank = new_user()
-    with (
-        run_service(
-            "stacgis_gateway", gateway_env(port_doomed, pg_dsn, redis_url, orchestrator.url, **settings), port_doomed
-        ) as doomed,
-        run_service(
-            "stacgis_gateway",
-            gateway_env(port_survivor, pg_dsn, redis_url, orchestrator.url, **settings),
-            port_survivor,
-        ) as survivor,
-    ):
+    with services(
+        ("stacgis_gateway", gateway_env(port_doomed, pg_dsn, redis_url, orchestrator.url, **settings), port_doomed),
+        ("stacgis_gateway", gateway_env(port_survivor, pg_dsn, redis_url, orchestrator.url, **settings), port_survivor),
+    ) as (doomed, survivor):
         async with httpx.AsyncClient(timeout=30) as client:
             started = await chat(client, doomed.url, "[hang] never ends", user(frank), stop_after=2)
             assert started.names == ["session", "content"]
             assert redis_client.zcard(gate_key) == 1
+            # While its replica lives, a run keeps its slot past the TTL (it is refreshed), even though
+            # every capacity call prunes stale slots.
+            await asyncio.sleep(ttl * 1.5)
+            assert (await client.get(f"{survivor.url}/api/v1/chat/capacity")).json()["active"] == 1
             doomed.kill()  # SIGKILL: no cleanup at all
             killed_at = time.monotonic()
             assert redis_client.zscore(gate_key, started.run_id) is not None

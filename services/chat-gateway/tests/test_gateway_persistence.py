@@ -8,9 +8,9 @@ from pathlib import Path
 import httpx
 import pytest
 import redis
-from gateway_helpers import Gateways, chat, database, gateway_env, new_user, user
+from gateway_helpers import Gateways, chat, database, gateway_env, new_user, services, user
 
-from stacgis_common.testing import free_port, run_service
+from stacgis_common.testing import free_port
 
 HERE = Path(__file__).parent
 
@@ -60,19 +60,19 @@ async def test_history_survives_restarting_gateway_and_orchestrator(pg_dsn: str,
     )
     liam = new_user()
     async with httpx.AsyncClient(timeout=30) as client:
-        with (
-            run_service("gateway_test_orchestrator", orchestrator_env, orchestrator_port),
-            run_service("stacgis_gateway", env, gateway_port) as gateway,
-        ):
+        with services(
+            ("gateway_test_orchestrator", orchestrator_env, orchestrator_port),
+            ("stacgis_gateway", env, gateway_port),
+        ) as (_, gateway):
             first = await chat(client, gateway.url, "before the restart", user(liam))
             assert first.names[-1] == "done"
             url = f"{gateway.url}/api/v1/chat/session/{first.session_id}/history"
             before = (await client.get(url, headers=user(liam))).json()
         # Both processes are gone now (SIGTERM); start them again on the same ports.
-        with (
-            run_service("gateway_test_orchestrator", orchestrator_env, orchestrator_port) as orchestrator,
-            run_service("stacgis_gateway", env, gateway_port) as gateway,
-        ):
+        with services(
+            ("gateway_test_orchestrator", orchestrator_env, orchestrator_port),
+            ("stacgis_gateway", env, gateway_port),
+        ) as (orchestrator, gateway):
             assert (await client.get(url, headers=user(liam))).json() == before
             second = await chat(client, gateway.url, "after the restart", user(liam), session_id=first.session_id)
             assert second.status == 200 and second.names[-1] == "done"

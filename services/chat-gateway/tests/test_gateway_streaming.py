@@ -7,6 +7,7 @@ import uuid
 
 import httpx
 import pytest
+import redis
 from gateway_helpers import Gateways, chat, database, new_user, stream_id_key, user
 
 SPATIAL = {
@@ -26,7 +27,9 @@ SPATIAL = {
 
 
 @pytest.mark.asyncio
-async def test_stream_sends_contract_events_and_stores_the_run(gateways: Gateways, pg_dsn: str) -> None:
+async def test_stream_sends_contract_events_and_stores_the_run(
+    gateways: Gateways, pg_dsn: str, redis_client: redis.Redis
+) -> None:
     alice = new_user()
     async with httpx.AsyncClient() as client:
         stream = await chat(
@@ -99,6 +102,10 @@ async def test_stream_sends_contract_events_and_stores_the_run(gateways: Gateway
     async with database(pg_dsn) as db:
         stored = await db.fetchval("SELECT count(*) FROM gateway.messages WHERE run_id = $1", stream.run_id)
     assert stored == 4  # persisted exactly once
+    # The finished run's events expire; the session stays cached for its TTL.
+    assert 0 < redis_client.ttl(f"{gateways.prefix}run:{stream.run_id}:events") <= 900
+    assert 3500 < redis_client.ttl(f"{gateways.prefix}chat:session:{session_id}") <= 3600
+    assert redis_client.zcard(f"{gateways.prefix}chat:active_slots") == 0
 
 
 @pytest.mark.asyncio

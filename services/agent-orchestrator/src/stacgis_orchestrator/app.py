@@ -6,8 +6,10 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
 from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
+from redis.exceptions import RedisError
 
 from stacgis_common.auth import identity_dependency
 from stacgis_common.health import health_routes
@@ -50,6 +52,15 @@ def create_app(settings: OrchestratorSettings) -> FastAPI:
 
     async def model_ready() -> None:
         await app.state.services.ready_model()
+
+    @app.exception_handler(RedisError)
+    async def redis_unavailable(_: Request, error: RedisError) -> JSONResponse:
+        # Runs, cancels and approvals are coordinated through Redis: without it, say so plainly.
+        return JSONResponse(
+            {"detail": f"the coordination store (Redis) is unavailable: {type(error).__name__}"},
+            status_code=503,
+            headers={"Retry-After": "5"},
+        )
 
     for route in health_routes({"redis": redis_ready, "model": model_ready}):
         app.router.routes.append(route)

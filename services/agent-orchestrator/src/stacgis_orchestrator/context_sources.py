@@ -13,6 +13,8 @@ from .tools.pool import ToolPool, ToolUnavailable
 
 log = logging.getLogger(__name__)
 
+# memory-tools caps queries (500 characters by default); the start of a message says what it is about.
+MEMORY_QUERY_CHARS = 500
 RESOURCE_TITLES = {
     "collections://list": "Raster collections available (ids for the raster tools)",
     "vector://datasets/all": "Vector datasets available",
@@ -73,7 +75,9 @@ async def fetch_memories(
         return []
     try:
         async with asyncio.timeout(settings.context_timeout_seconds):
-            outcome = await pool.call(tool, {"query": query[:2000], "limit": settings.memory_limit}, headers)
+            outcome = await pool.call(
+                tool, {"query": query[:MEMORY_QUERY_CHARS], "limit": settings.memory_limit}, headers
+            )
     except (ToolUnavailable, TimeoutError) as error:
         log.warning("long-term memories unavailable: %s", getattr(error, "message", "timed out"))
         return []

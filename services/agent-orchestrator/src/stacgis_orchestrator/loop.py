@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from opentelemetry import propagate, trace
 from opentelemetry.trace import Status, StatusCode
+from redis.exceptions import RedisError
 
 from stacgis_common.auth import Identity, mint_for
 from stacgis_proto.v1 import events_pb2
@@ -17,6 +19,7 @@ from stacgis_proto.v1 import events_pb2
 from . import metrics
 from .context_sources import ResourceCache, fetch_memories
 from .context_window import fit_to_context
+from .coordination import Decision
 from .events import EventSink, message_to_proto, struct
 from .llm.base import ChatProvider
 from .llm.stream_filter import ContentFilter
@@ -164,7 +167,8 @@ class AgentRun:
         self.sink.emit(
             done=events_pb2.Done(
                 content="".join(self.answer),
-                new_messages=[message_to_proto(m) for m in self.new_messages],
+                # A cancel can leave a tool call without its result: keep history consistent.
+                new_messages=[message_to_proto(m) for m in consistent_history(self.new_messages)],
                 usage=events_pb2.TokenUsage(input_tokens=self.input_tokens, output_tokens=self.output_tokens),
                 steps=self.steps,
                 tool_calls=self.tool_call_count,
@@ -423,7 +427,8 @@ class AgentRun:
         try:
             # Results are reported in call order even when a later call finishes first.
             for item, task in zip(runnable, tasks, strict=True):
-                results[item.call.id] = await task
+                report = await task
+                results[item.call.id] = report()
         finally:
             for task in tasks:
                 task.cancel()
@@ -479,9 +484,19 @@ class AgentRun:
         opened: list[tuple[_Prepared, str]] = []
         for item in gated:
             assert item.tool is not None
-            approval_id = await coordinator.open_approval(
-                self.run.run_id, self.run.identity.user_id, item.tool.name, timeout
-            )
+            try:
+                approval_id = await coordinator.open_approval(
+                    self.run.run_id, self.run.identity.user_id, item.tool.name, timeout
+                )
+            except (RedisError, OSError) as error:
+                log.warning("cannot open an approval for %s: %s", item.tool.name, error)
+                item.error = (
+                    f"{item.tool.name} needs the user's approval, which cannot be asked right now; it was not run."
+                )
+                item.error_kind = "unavailable"
+                self._tool_error(item, item.error, item.error_kind, 0.0)
+                results[item.call.id] = item.error
+                continue
             opened.append((item, approval_id))
             self.sink.emit(
                 approval_required=events_pb2.ApprovalRequired(
@@ -495,7 +510,7 @@ class AgentRun:
                 )
             )
         with tracer.start_as_current_span("await_approval", attributes={"stacgis.approvals": len(opened)}):
-            decisions = await asyncio.gather(*(coordinator.wait_for_decision(aid, timeout) for _, aid in opened))
+            decisions = await asyncio.gather(*(self._decision(aid, timeout) for _, aid in opened))
         for (item, _), decision in zip(opened, decisions, strict=True):
             metrics.APPROVALS.labels(decision.status).inc()
             if decision.status == "approved":
@@ -511,7 +526,17 @@ class AgentRun:
             self._tool_error(item, item.error, item.error_kind, 0.0)
             results[item.call.id] = item.error
 
-    async def _execute(self, item: _Prepared) -> str:
+    async def _decision(self, approval_id: str, wait_seconds: float) -> Decision:
+        try:
+            decision: Decision = await self.deps.coordinator.wait_for_decision(approval_id, wait_seconds)
+            return decision
+        except (RedisError, OSError) as error:
+            log.warning("lost the approval %s: %s", approval_id, error)
+            return Decision("expired", "the approval could not be tracked (Redis unavailable)")
+
+    async def _execute(self, item: _Prepared) -> Callable[[], str]:
+        """Run one call; returns how to report it (emit its event, give the model's text), so that
+        reports can follow call order while the calls themselves overlap."""
         tool = item.tool
         assert tool is not None
         with tracer.start_as_current_span(
@@ -526,28 +551,36 @@ class AgentRun:
             started = time.perf_counter()
             if tool.kind == "builtin":
                 text = self.deps.catalog.describe()
-                self._tool_result(item, text, time.perf_counter() - started)
-                return text
+                duration = time.perf_counter() - started
+                return lambda: self._tool_result(item, text, duration)
             try:
                 outcome = await self.deps.pool.call(tool, item.arguments, self._headers())
             except ToolUnavailable as error:
                 span.set_status(Status(StatusCode.ERROR, error.message))
+                metrics.TOOL_DURATION.labels(tool.name, tool.server).observe(error.duration_s)
                 message = (
                     f"{tool.name} could not run: {error.message}. Do not call it again now; "
                     "use another tool or answer with what you have."
                 )
-                self._tool_error(item, error.message, error.kind, error.duration_s)
-                metrics.TOOL_DURATION.labels(tool.name, tool.server).observe(error.duration_s)
-                return message
+                failure = error
+
+                def report_unavailable() -> str:
+                    self._tool_error(item, failure.message, failure.kind, failure.duration_s)
+                    return message
+
+                return report_unavailable
             metrics.TOOL_DURATION.labels(tool.name, tool.server).observe(outcome.duration_s)
             if outcome.is_error:
                 span.set_status(Status(StatusCode.ERROR, outcome.text[:200]))
-                self._tool_error(item, outcome.text, "tool_failed", outcome.duration_s)
-                return f"Error from {tool.name}: {outcome.text}"
-            self._tool_result(item, outcome.text, outcome.duration_s)
-            return outcome.text
 
-    def _tool_result(self, item: _Prepared, text: str, duration_s: float) -> None:
+                def report_error() -> str:
+                    self._tool_error(item, outcome.text, "tool_failed", outcome.duration_s)
+                    return f"Error from {tool.name}: {outcome.text}"
+
+                return report_error
+            return lambda: self._tool_result(item, outcome.text, outcome.duration_s)
+
+    def _tool_result(self, item: _Prepared, text: str, duration_s: float) -> str:
         assert item.tool is not None
         shown, truncated = truncate_result(text, self.settings.max_tool_result_chars)
         self.sink.emit(
@@ -560,6 +593,7 @@ class AgentRun:
             )
         )
         metrics.TOOL_CALLS.labels(item.tool.name, item.tool.server or item.tool.kind, "ok").inc()
+        return text
 
     def _tool_error(self, item: _Prepared, error: str, kind: str, duration_s: float) -> None:
         name = item.tool.name if item.tool else item.call.name

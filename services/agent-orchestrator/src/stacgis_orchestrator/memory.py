@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .llm.types import Message, ToolCall
 
+NOTICE = re.compile(r"\n\[truncated: showing the first \d+ of \d+ characters[^\]]*\]$")
+
 
 def truncate_result(text: str, limit: int) -> tuple[str, bool]:
-    """Cut a tool result to `limit` characters, saying so, so the model knows data is missing."""
+    """Cut a tool result to `limit` characters, saying so, so the model knows data is missing.
+    A result cut before (history sent back by the caller) is left as it is."""
     if len(text) <= limit:
+        return text, False
+    already = NOTICE.search(text)
+    if already is not None and already.start() <= limit:
         return text, False
     notice = (
         f"\n[truncated: showing the first {limit} of {len(text)} characters; ask for less data if you need the rest]"

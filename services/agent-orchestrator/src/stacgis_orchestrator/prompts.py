@@ -53,9 +53,7 @@ def summarize_resource(text: str, limit: int) -> str:
         if isinstance(item, dict):
             ident = item.get("id") or item.get("name") or item.get("dataset")
             title = item.get("title") or item.get("description") or ""
-            extras = [
-                f"{key}: {item[key]}" for key in ("units", "time_range", "temporal_extent", "count") if item.get(key)
-            ]
+            extras = [f"{key}: {_plain(item[key])}" for key in EXTRA_KEYS if item.get(key)]
             line = (
                 f"- {ident}"
                 + (f": {title}" if title else "")
@@ -65,6 +63,15 @@ def summarize_resource(text: str, limit: int) -> str:
         else:
             lines.append(f"- {item}")
     return _cut("\n".join(lines), limit)
+
+
+EXTRA_KEYS = ("units", "time", "time_range", "temporal_extent", "kind", "count")
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    return str(value)
 
 
 def _cut(text: str, limit: int) -> str:

@@ -68,9 +68,11 @@ class OrchestratorSettings(ServiceSettings):
     max_history_messages: int = Field(default=500, ge=0)
 
     # Dynamic tool selection: the K best MCP tools per step (see docs/benchmarks/tool-selection.md).
-    tool_top_k: int = Field(default=6, ge=1)
-    tool_keyword_weight: float = Field(default=0.05, ge=0)
-    always_include_tools: list[str] = Field(default_factory=lambda: ["list_available_tools"])
+    tool_top_k: int = Field(default=8, ge=1)
+    tool_keyword_weight: float = Field(default=0.1, ge=0)
+    always_include_tools: list[str] = Field(
+        default_factory=lambda: ["list_available_tools", "search_knowledge", "add_memory"]
+    )
     always_include_frontend_tools: bool = True
 
     # Approval-gated tools (besides those whose schema says `x_requires_approval`).

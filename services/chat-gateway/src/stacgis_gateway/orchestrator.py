@@ -83,4 +83,8 @@ class OrchestratorClient:
         return await self._post(f"/v1/runs/{run_id}/cancel", token)
 
     async def answer_approval(self, approval_id: str, approved: bool, reason: str | None, token: str) -> Forwarded:
-        return await self._post(f"/v1/approvals/{approval_id}", token, {"approved": approved, "reason": reason})
+        # The body is stacgis.v1.ApprovalDecision in proto3 JSON: an absent reason is left out, not null.
+        decision: dict[str, Any] = {"approved": approved}
+        if reason:
+            decision["reason"] = reason
+        return await self._post(f"/v1/approvals/{approval_id}", token, decision)

@@ -111,10 +111,6 @@ class RunManager:
         self._orchestrator = orchestrator
         self._tasks: dict[str, tuple[asyncio.Task[None], _RunState]] = {}
 
-    @property
-    def running(self) -> int:
-        return len(self._tasks)
-
     async def start(self, spec: RunSpec) -> None:
         """Record the run in Redis and start its background task (the caller holds its gate slot and lock)."""
         await self._runs.create(spec.run_id, spec.user_id, spec.session.id, spec.message)

@@ -132,27 +132,26 @@ def _split_long(block: str, budget: int) -> list[str]:
 
 
 def chunk_markdown(text: str, title: str, max_tokens: int) -> list[Chunk]:
-    """Chunks of `text`, each with its heading path (prefixed by `title` unless the text's own
-    top heading is that title) and at most `max_tokens` tokens of heading plus content."""
+    """Chunks of `text`, each with its heading path (starting with the text's first level-1 heading,
+    else with `title`) and at most `max_tokens` tokens of heading plus content."""
     chunks: list[Chunk] = []
-    for path, lines in _sections(normalize_content(text)):
-        if not path or path[0] != title:
-            path = [title, *path]
+    text = normalize_content(text)
+    # A document's own top heading names it better than the title it was filed under.
+    top = first_heading(text) or title
+    for path, lines in _sections(text):
+        if not path or path[0] != top:
+            path = [top, *path]
         heading = HEADING_SEPARATOR.join(path)
         budget = max(max_tokens - count_tokens(heading), max_tokens // 2)
-        current: list[str] = []
-
-        def flush() -> None:
-            if current:
-                content = "\n\n".join(current)
-                chunks.append(Chunk(heading, content, count_tokens(heading) + count_tokens(content)))
-                current.clear()
-
+        packed: list[list[str]] = [[]]
         for block in _blocks(lines):
             pieces = [block] if count_tokens(block) <= budget else _split_long(block, budget)
             for piece in pieces:
-                if current and count_tokens("\n\n".join([*current, piece])) > budget:
-                    flush()
-                current.append(piece)
-        flush()
+                if packed[-1] and count_tokens("\n\n".join([*packed[-1], piece])) > budget:
+                    packed.append([])
+                packed[-1].append(piece)
+        for group in packed:
+            if group:
+                content = "\n\n".join(group)
+                chunks.append(Chunk(heading, content, count_tokens(heading) + count_tokens(content)))
     return chunks

@@ -2,7 +2,8 @@
 
 Each file becomes one document whose source is its path under the directory (e.g.
 `knowledge/concepts/ndvi.md`) and whose tags are its sub-folders. Idempotent: unchanged files
-are skipped, changed ones replaced; --prune removes documents whose file is gone.
+are skipped, changed ones replaced; --prune removes documents ingested from the same folder
+name whose file is gone.
 """
 
 from __future__ import annotations
@@ -30,9 +31,6 @@ def documents(directory: Path) -> list[tuple[Path, str]]:
 
 
 async def run(directory: Path, prune: bool) -> int:
-    if not directory.is_dir():
-        print(f"{directory} is not a directory", file=sys.stderr)
-        return 2
     settings = load_settings(KnowledgeSettings)
     pool = await open_database(settings)
     embedder = embeddings_client(settings)
@@ -53,7 +51,8 @@ async def run(directory: Path, prune: bool) -> int:
             elif outcome.status == "duplicate":
                 print(f"{source}: same content already stored as document {outcome.document_id}", flush=True)
         if prune:
-            for source in await service.prune({source for _, source in found}):
+            prefix = f"{found[0][1].split('/', 1)[0]}/" if found else f"{directory.name}/"
+            for source in await service.prune(prefix, {source for _, source in found}):
                 print(f"{source}: removed (file no longer exists)", flush=True)
         summary = ", ".join(f"{count} {status}" for status, count in sorted(counts.items())) or "no documents"
         print(f"ingested {directory}: {summary}", flush=True)
@@ -71,6 +70,8 @@ def main() -> None:
     parser.add_argument("directory", type=Path, help="folder of .md / .txt files (e.g. knowledge/)")
     parser.add_argument("--prune", action="store_true", help="remove documents whose file no longer exists")
     arguments = parser.parse_args()
+    if not arguments.directory.is_dir():
+        parser.error(f"{arguments.directory} is not a directory")
     sys.exit(asyncio.run(run(arguments.directory, arguments.prune)))
 
 

@@ -132,8 +132,13 @@ class KnowledgeService:
             raced = await store.document_by_hash(self.pool, digest)
             if raced is None:
                 raise
-            return {"status": "duplicate", "document_id": str(raced["id"]), "title": raced["title"],
-                    "chunks": raced["chunk_count"], "note": "the same content was added at the same time"}
+            return {
+                "status": "duplicate",
+                "document_id": str(raced["id"]),
+                "title": raced["title"],
+                "chunks": raced["chunk_count"],
+                "note": "the same content was added at the same time",
+            }
         return {
             "status": "added",
             "document_id": str(stored.document_id),
@@ -167,11 +172,11 @@ class KnowledgeService:
             stored = await store.insert_document(connection, document, chunks, vectors)
         return IngestOutcome("replaced" if previous else "added", str(stored.document_id), stored.chunks_stored)
 
-    async def prune(self, keep_sources: set[str]) -> list[str]:
-        """Remove ingested documents whose file is gone; returns their sources."""
+    async def prune(self, prefix: str, keep_sources: set[str]) -> list[str]:
+        """Remove documents ingested from under `prefix` whose file is gone; returns their sources."""
         removed = []
         for source, document_id in (await store.ingested_sources(self.pool)).items():
-            if source not in keep_sources:
+            if source.startswith(prefix) and source not in keep_sources:
                 async with self.pool.acquire() as connection:
                     await store.delete_document(connection, document_id)
                 removed.append(source)

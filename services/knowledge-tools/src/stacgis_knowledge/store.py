@@ -112,7 +112,7 @@ async def rank_by_text(pool: asyncpg.Pool, query: str, limit: int) -> list[int]:
     """
     rows = await pool.fetch(
         f"SELECT id FROM {SCHEMA}.chunks,"
-        " replace(plainto_tsquery('english', $1)::text, ' & ', ' | ')::tsquery AS query"
+        " CAST(replace(plainto_tsquery('english', $1)::text, ' & ', ' | ') AS tsquery) AS query"
         " WHERE query <> ''::tsquery AND search_tsv @@ query"
         " ORDER BY ts_rank_cd(search_tsv, query) DESC, id LIMIT $2",
         query,

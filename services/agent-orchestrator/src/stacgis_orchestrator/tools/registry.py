@@ -28,7 +28,6 @@ class RegisteredTool:
         return ToolSpec(name=self.name, description=self.description, parameters=self.input_schema)
 
     def embedding_text(self) -> str:
-        """What is embedded for dynamic tool selection."""
-        words = self.name.replace("_", " ")
-        params = ", ".join(self.input_schema.get("properties", {}))
-        return f"{words}: {self.description}" + (f" Arguments: {params}." if params else "")
+        """What is embedded for dynamic tool selection: name and description. Argument names were
+        tried too and lowered recall at small K (docs/benchmarks/tool-selection.md)."""
+        return f"{self.name.replace('_', ' ')}: {self.description}"

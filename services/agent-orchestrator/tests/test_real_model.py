@@ -1,0 +1,51 @@
+"""The real small model (SmolLM2-135M through llama.cpp, behind the model server's Ollama API) runs
+the whole loop. It is far too small to choose tools well: this proves the plumbing, not the answers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from conftest import ToolServer, orchestrator, orchestrator_env
+from orchestrator_helpers import content, model_requests, run_events, terminal
+
+from stacgis_common.testing import RunningService
+
+REAL_MODEL = "smollm2:135m"
+
+
+@pytest.fixture(scope="module")
+def real_model_orch(
+    model_server: RunningService, redis_url: str, raster: ToolServer, memory: ToolServer
+) -> Iterator[RunningService]:
+    env = orchestrator_env(
+        model_server.url,
+        redis_url,
+        {"raster": raster.mcp, "memory": memory.mcp},
+        llm_model=REAL_MODEL,
+        llm_num_ctx="4096",
+        llm_max_output_tokens="256",
+        llm_timeout_seconds="180",
+        tool_top_k="2",
+        always_include_frontend_tools="false",
+        max_steps="3",
+    )
+    with orchestrator(env) as service:
+        yield service
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_the_real_small_model_completes_a_run_with_well_formed_events(real_model_orch, model_url) -> None:
+    message = "Hello! Which raster collections can you show me?"
+    events = await run_events(real_model_orch.url, {"message": message}, timeout=600)
+    # run_events already parsed every event as stacgis.v1.AgentEvent with consecutive seq numbers.
+    assert events[0].name == "run_started" and events[0].payload["model"] == REAL_MODEL
+    done = terminal(events).proto.done
+    assert done.finish_reason in ("completed", "step_budget")
+    assert done.content.strip(), "the run must end with an answer"
+    assert done.content == content(events)
+    assert done.usage.input_tokens > 0 and done.usage.output_tokens > 0
+    requests = await model_requests(model_url, contains=message)
+    assert requests and all(r["model"] == REAL_MODEL and r["outcome"] == "completed" for r in requests)
+    assert len(requests) == done.steps

@@ -1,0 +1,132 @@
+"""The orchestrator against the product's real tool servers: raster-tools on the built demo catalog
+(schema sanitising on its real schemas, its collections in the system prompt, a real statistic) and
+memory-tools on Postgres + pgvector (long-term memories injected per user)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from conftest import orchestrator, orchestrator_env
+from orchestrator_helpers import content, model_requests, run_events, set_rules, terminal
+
+from stacgis_common.testing import REPO_ROOT, RunningService, free_port, mcp_client, run_service, token_for
+from stacgis_orchestrator.llm.schema import sanitize_schema, schema_problems
+
+DATA = REPO_ROOT / ".local" / "data"
+LUXEMBOURG = [5.7, 49.4, 6.6, 50.2]
+
+
+@pytest.fixture(scope="module")
+def real_raster() -> Iterator[RunningService]:
+    build = subprocess.run(
+        [sys.executable, "-m", "stacgis_raster.demo_data", "--cache", ".local/cache", "--out", ".local/data"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        check=False,
+    )
+    assert build.returncode == 0, build.stderr[-3000:]
+    port = free_port()
+    env = {
+        "RASTER_PORT": str(port),
+        "RASTER_STAC_URL": str(DATA / "stac" / "catalog.json"),
+        "RASTER_LOG_LEVEL": "WARNING",
+    }
+    with run_service("stacgis_raster", env, port, ready_path="/readyz") as service:
+        yield service
+
+
+@pytest.fixture(scope="module")
+def real_memory(pg_dsn: str, model_server: RunningService) -> Iterator[RunningService]:
+    port = free_port()
+    env = {
+        "MEMORY_PORT": str(port),
+        "MEMORY_DATABASE_URL": pg_dsn,
+        "MEMORY_EMBEDDING_BASE_URL": model_server.url,
+        "MEMORY_LOG_LEVEL": "WARNING",
+    }
+    with run_service("stacgis_memory", env, port, ready_path="/readyz") as service:
+        yield service
+
+
+@pytest.fixture(scope="module")
+def real_orch(
+    model_server: RunningService, redis_url: str, real_raster: RunningService, real_memory: RunningService
+) -> Iterator[RunningService]:
+    servers = {"raster": real_raster.url + "/mcp", "memory": real_memory.url + "/mcp"}
+    with orchestrator(orchestrator_env(model_server.url, redis_url, servers)) as service:
+        yield service
+
+
+@pytest.mark.asyncio
+async def test_real_raster_schemas_sanitise_cleanly_and_keep_accepting_valid_calls(real_raster) -> None:
+    async with mcp_client(real_raster.url + "/mcp", token_for("alice")) as session:
+        tools = (await session.list_tools()).tools
+    assert len(tools) >= 9
+    raw_problems = {tool.name: schema_problems(tool.input_schema) for tool in tools}
+    assert any(raw_problems.values()), "the real schemas use anyOf/title/default null: the test must see some"
+    for tool in tools:
+        assert schema_problems(sanitize_schema(tool.input_schema)) == [], tool.name
+    stats = sanitize_schema(next(t for t in tools if t.name == "get_raster_statistics").input_schema)
+    assert stats["properties"]["bbox"]["type"] == "array"
+    assert stats["required"] == ["collection_id"]
+
+
+@pytest.mark.asyncio
+async def test_a_run_over_real_raster_tools(real_orch, model_url) -> None:
+    message = f"Luxembourg relief [{uuid.uuid4().hex[:8]}]"
+    await set_rules(
+        model_url,
+        {
+            "name": "stats",
+            "match": {"last_user": "Luxembourg relief", "step": 0},
+            "tool_calls": [
+                {"name": "get_raster_statistics", "arguments": {"collection_id": "luxembourg-dem", "bbox": LUXEMBOURG}}
+            ],
+        },
+        {
+            "name": "answer",
+            "match": {"last_user": "Luxembourg relief", "step": 1},
+            "content": "Elevation {{tool:get_raster_statistics:statistics.min}} to "
+            "{{tool:get_raster_statistics:statistics.max}} {{tool:get_raster_statistics:unit}}.",
+        },
+    )
+    events = await run_events(real_orch.url, {"message": message}, timeout=120)
+    result = json.loads(next(e for e in events if e.name == "tool_result").payload["result"])
+    low, high = result["statistics"]["min"], result["statistics"]["max"]
+    assert 100 < low < high < 600, "the Luxembourg DEM spans roughly 130-560 m"
+    assert content(events) == f"Elevation {low} to {high} m."
+    assert terminal(events).proto.done.finish_reason == "completed"
+    request = (await model_requests(model_url, contains=message))[0]
+    system = "\n".join(m["content"] for m in request["body"]["messages"] if m["role"] == "system")
+    assert "- luxembourg-dem:" in system and "- landsat7-olinda-ndvi:" in system
+    offered = request["body"]["tools"]
+    assert all(schema_problems(tool["function"]["parameters"]) == [] for tool in offered)
+
+
+@pytest.mark.asyncio
+async def test_memories_from_real_memory_tools_are_injected_for_their_user_only(
+    real_orch, real_memory, model_url
+) -> None:
+    async with mcp_client(real_memory.url + "/mcp", token_for("dora")) as session:
+        saved = await session.call_tool(
+            "add_memory", {"content": "Dora wants elevations in feet", "kind": "preference"}
+        )
+        assert not saved.is_error, saved.content
+    await set_rules(model_url, {"name": "echo", "match": {"last_user": "how high"}, "content": "noted"})
+    message = f"how high is Luxembourg, in my units? [{uuid.uuid4().hex[:8]}]"
+    assert terminal(await run_events(real_orch.url, {"message": message}, user="dora")).name == "done"
+    request = (await model_requests(model_url, contains=message))[0]
+    system = "\n".join(m["content"] for m in request["body"]["messages"] if m["role"] == "system")
+    assert "- Dora wants elevations in feet" in system
+
+    other = f"how high is Luxembourg? [{uuid.uuid4().hex[:8]}]"
+    await run_events(real_orch.url, {"message": other}, user="erin")
+    request = (await model_requests(model_url, contains=other))[0]
+    assert "Dora" not in json.dumps(request["body"]["messages"])

@@ -1,0 +1,284 @@
+"""The loop's building blocks, in process: stream filtering, text tool calls, schema sanitising,
+argument validation, memory, the context guard, the breaker, charts and prompt pieces."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema
+import pytest
+
+from stacgis_orchestrator.context_window import estimate_tokens, fit_to_context
+from stacgis_orchestrator.llm.schema import sanitize_schema, schema_problems
+from stacgis_orchestrator.llm.stream_filter import ContentFilter
+from stacgis_orchestrator.llm.text_tools import parse_json_answer, parse_tool_blocks
+from stacgis_orchestrator.llm.types import Message, ModelError, TextDelta, ThinkingDelta, ToolCall
+from stacgis_orchestrator.memory import ConversationMemory, consistent_history
+from stacgis_orchestrator.prompts import parse_memories, spatial_context_message, summarize_resource
+from stacgis_orchestrator.tools.breaker import CircuitBreaker
+from stacgis_orchestrator.tools.frontend import FrontendToolError, chart_config
+from stacgis_orchestrator.tools.validation import repair_arguments, validate_arguments
+
+
+def run_filter(chunks: list[str], detect: bool = False) -> tuple[str, str, ContentFilter]:
+    content_filter = ContentFilter(detect_text_tools=detect)
+    out: list[ThinkingDelta | TextDelta] = []
+    for chunk in chunks:
+        out += content_filter.feed(chunk)
+    out += content_filter.finish()
+    visible = "".join(d.text for d in out if isinstance(d, TextDelta))
+    thinking = "".join(d.text for d in out if isinstance(d, ThinkingDelta))
+    return visible, thinking, content_filter
+
+
+def chunks_of(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5, 64])
+def test_think_tags_split_across_chunks_become_thinking(size: int) -> None:
+    text = "<think>Read the DEM; x < y.</think>\n\nThe answer is <b>42</b>."
+    visible, thinking, _ = run_filter(chunks_of(text, size))
+    assert thinking == "Read the DEM; x < y."
+    assert visible == "The answer is <b>42</b>."
+
+
+def test_thought_tags_and_an_unterminated_think_block_are_thinking() -> None:
+    assert run_filter(["<thought>plan</thought>Answer"])[:2] == ("Answer", "plan")
+    assert run_filter(["<think>cut off mid-thou", "ght"])[:2] == ("", "cut off mid-thought")
+
+
+@pytest.mark.parametrize("size", [1, 4, 100])
+def test_tool_call_blocks_are_hidden_and_parsed(size: int) -> None:
+    text = 'Let me check. <tool_call>{"name": "get_raster_info", "arguments": {"collection_id": "lux-dem"}}</tool_call>'
+    visible, _, content_filter = run_filter(chunks_of(text, size), detect=True)
+    assert visible == "Let me check. "
+    calls = parse_tool_blocks(content_filter.tool_blocks)
+    assert [(c.name, c.arguments) for c in calls] == [("get_raster_info", {"collection_id": "lux-dem"})]
+
+
+def test_json_looking_answers_are_held_until_the_end() -> None:
+    visible, _, content_filter = run_filter(
+        ['  {"name": "query_raster_point", ', '"arguments": {"lon": 1, "lat": 2}}'], True
+    )
+    assert visible == ""
+    calls = parse_json_answer(content_filter.held_text(), {"query_raster_point"})
+    assert calls[0].arguments == {"lon": 1, "lat": 2}
+    # Without tool detection the same text is just the answer.
+    assert run_filter(['{"a": 1}'])[0] == '{"a": 1}'
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '[TOOL_CALLS] [{"name": "list_raster_collections", "arguments": {}}]',
+        '{"function": {"name": "list_raster_collections", "arguments": "{}"}}',
+        '[{"name": "list_raster_collections", "parameters": {}}]',
+    ],
+)
+def test_other_text_tool_call_dialects_are_understood(text: str) -> None:
+    calls = parse_json_answer(text, {"list_raster_collections"})
+    assert [c.name for c in calls] == ["list_raster_collections"]
+
+
+def test_json_with_an_unknown_name_is_not_a_tool_call_and_bad_arguments_are_flagged() -> None:
+    assert parse_json_answer('{"name": "Berlin", "arguments": {}}', {"list_raster_collections"}) == []
+    calls = parse_tool_blocks(['{"name": "get_raster_info", "arguments": "{broken"}', "not json at all"])
+    assert calls[0].arguments_error and "not valid JSON" in calls[0].arguments_error
+    assert calls[1].arguments_error and calls[1].name == "(unparsable)"
+
+
+PYDANTIC_STYLE = {
+    "$defs": {
+        "Point": {
+            "title": "Point",
+            "type": "object",
+            "properties": {"lon": {"title": "Lon", "type": "number"}, "lat": {"title": "Lat", "type": "number"}},
+            "required": ["lon", "lat"],
+        }
+    },
+    "title": "toolArguments",
+    "type": "object",
+    "properties": {
+        "collection_id": {"title": "Collection Id", "type": "string"},
+        "band": {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": None, "title": "Band"},
+        "where": {"$ref": "#/$defs/Point"},
+        "area": {
+            "anyOf": [{"type": "array", "items": {"type": "number"}}, {"type": "object"}, {"type": "null"}],
+            "description": "bbox or GeoJSON",
+        },
+        "tags": {"type": ["string", "null"]},
+    },
+    "required": ["collection_id"],
+    "x_requires_approval": True,
+}
+
+
+def test_schema_sanitising_removes_what_ollama_rejects_and_keeps_the_meaning() -> None:
+    clean = sanitize_schema(PYDANTIC_STYLE)
+    assert schema_problems(clean) == []
+    assert clean["properties"]["band"] == {"type": "integer"}
+    assert clean["properties"]["where"]["properties"]["lat"] == {"type": "number"}
+    assert clean["properties"]["where"]["required"] == ["lon", "lat"]
+    assert clean["properties"]["area"]["type"] == "array"
+    assert "may also be: object" in clean["properties"]["area"]["description"]
+    assert clean["properties"]["tags"]["type"] == "string"
+    assert "x_requires_approval" not in clean and "$defs" not in clean
+    assert PYDANTIC_STYLE["properties"]["band"]["anyOf"], "the original schema is left untouched"
+    empty = sanitize_schema({"type": "object", "properties": {}, "required": [], "title": "x"})
+    assert empty == {"type": "object", "properties": {}}
+
+
+def test_arguments_are_repaired_then_validated_with_named_problems() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "lat": {"type": "number", "minimum": -90, "maximum": 90},
+            "zoom": {"type": "integer"},
+            "flag": {"type": "boolean"},
+            "bbox": {"type": "array", "items": {"type": "number"}, "minItems": 4},
+            "band": {"type": "integer"},
+        },
+        "required": ["lat"],
+    }
+    repaired = repair_arguments(
+        {"lat": "45.5", "zoom": "7", "flag": "true", "bbox": "[1, 2, 3, 4]", "band": None}, schema
+    )
+    assert repaired == {"lat": 45.5, "zoom": 7, "flag": True, "bbox": [1, 2, 3, 4]}
+    assert validate_arguments(repaired, schema) == []
+    problems = validate_arguments({"lat": 95, "bbox": [1, 2]}, schema)
+    assert problems == ["bbox: [1, 2] is too short", "lat: 95 is greater than the maximum of 90"]
+    assert validate_arguments({}, schema) == ["arguments: 'lat' is required"]
+
+
+def filled_memory(window: int) -> ConversationMemory:
+    memory = ConversationMemory(window=window, max_tool_result_chars=20)
+    memory.add_system("system prompt")
+    memory.add_user("first")
+    memory.add_assistant("", [ToolCall(id="c1", name="get_raster_info", arguments={"collection_id": "lux-dem"})])
+    _, truncated = memory.add_tool_result("c1", "get_raster_info", "x" * 50)
+    assert truncated
+    memory.add_user("second")
+    memory.add_assistant("answer")
+    return memory
+
+
+def test_memory_window_slides_without_separating_a_call_from_its_result() -> None:
+    wide = filled_memory(window=4)
+    assert [m.role for m in wide.get_messages()] == ["system", "assistant", "tool", "user", "assistant"]
+    narrow = filled_memory(window=3)
+    # The window would start at the result; it goes without its call, so the result goes too.
+    assert [m.role for m in narrow.get_messages()] == ["system", "user", "assistant"]
+    tool = filled_memory(window=10).get_messages()[3]
+    assert tool.content.startswith("x" * 20) and "first 20 of 50 characters" in tool.content
+
+
+def test_memory_serialises_and_restores() -> None:
+    memory = filled_memory(window=10)
+    restored = ConversationMemory.from_dict(json.loads(json.dumps(memory.to_dict())))
+    assert restored.get_messages() == memory.get_messages()
+
+
+def test_history_with_unanswered_calls_or_orphan_results_is_made_consistent() -> None:
+    history = [
+        Message("user", "q"),
+        Message("assistant", "", [ToolCall("a", "t", {}), ToolCall("b", "t", {})]),
+        Message("tool", "ra", tool_call_id="a", name="t"),
+        Message("tool", "orphan", tool_call_id="zzz", name="t"),
+        Message("assistant", "", [ToolCall("c", "t", {})]),
+        Message("assistant", "done"),
+    ]
+    cleaned = consistent_history(history)
+    assert [(m.role, [c.id for c in m.tool_calls], m.content) for m in cleaned] == [
+        ("user", [], "q"),
+        ("assistant", ["a"], ""),
+        ("tool", [], "ra"),
+        ("assistant", [], "done"),
+    ]
+
+
+def conversation(results: int, size: int) -> list[Message]:
+    messages = [Message("system", "S" * 400), Message("user", "old question")]
+    for index in range(results):
+        messages.append(Message("assistant", "", [ToolCall(f"c{index}", "t", {})]))
+        messages.append(Message("tool", "R" * size, tool_call_id=f"c{index}", name="t"))
+    messages.append(Message("assistant", "old answer"))
+    messages.append(Message("user", "new question"))
+    return messages
+
+
+def test_context_guard_compacts_oldest_results_first_and_keeps_pairs() -> None:
+    messages = conversation(results=4, size=3000)
+    assert estimate_tokens(messages, []) > 2500
+    fitted, changed = fit_to_context(messages, [], num_ctx=3000, reserve_output=500, protect_from=len(messages) - 1)
+    assert changed >= 1 and estimate_tokens(fitted, []) <= 2500
+    tool_contents = [m.content for m in fitted if m.role == "tool"]
+    assert tool_contents[0].startswith("[result removed"), "oldest result compacted first"
+    assert tool_contents[-1] == "R" * 3000, "the newest result survives when it fits"
+    assert len([m for m in fitted if m.role == "tool"]) == len([m for m in fitted if m.tool_calls])
+
+
+def test_context_guard_drops_old_exchanges_then_fails_with_numbers() -> None:
+    messages = [*conversation(results=1, size=10), Message("assistant", "x" * 9000), Message("user", "latest")]
+    fitted, _ = fit_to_context(messages, [], num_ctx=2000, reserve_output=200, protect_from=len(messages) - 1)
+    assert fitted[0].role == "system" and fitted[-1].content == "latest"
+    with pytest.raises(ModelError) as error:
+        fit_to_context([Message("system", "s"), Message("user", "y" * 20000)], [], 2000, 200, protect_from=1)
+    assert error.value.code == "context_too_long" and "1800" in error.value.message
+
+
+def test_breaker_opens_after_threshold_and_probes_once_after_reset() -> None:
+    now = [0.0]
+    changes: list[str] = []
+    breaker = CircuitBreaker(threshold=2, reset_seconds=10, on_change=changes.append, clock=lambda: now[0])
+    breaker.record_failure()
+    assert breaker.allow()
+    breaker.record_failure()
+    assert breaker.state == "open" and not breaker.allow()
+    now[0] = 10.5
+    assert breaker.state == "half_open"
+    assert breaker.allow() and not breaker.allow(), "one probe at a time"
+    breaker.record_failure()
+    assert breaker.state == "open"
+    now[0] = 21
+    assert breaker.allow()
+    breaker.record_success()
+    assert breaker.state == "closed" and changes == ["open", "half_open", "open", "half_open", "closed"]
+
+
+def test_chart_config_is_a_valid_chart_js_configuration() -> None:
+    config = chart_config(
+        {"chart_type": "bar", "title": "Rain", "labels": ["Jan", "Feb"], "datasets": [{"label": "mm", "data": [1, 2]}]}
+    )
+    assert config["type"] == "bar" and config["data"]["labels"] == ["Jan", "Feb"]
+    assert config["data"]["datasets"][0]["data"] == [1, 2]
+    scatter = chart_config({"chart_type": "scatter", "labels": [1, 2], "datasets": [{"data": [5, 6]}]})
+    assert scatter["data"]["datasets"][0]["data"] == [{"x": 1.0, "y": 5}, {"x": 2.0, "y": 6}]
+    with pytest.raises(FrontendToolError, match=r"datasets.0.data: has 3 values but there are 2 labels"):
+        chart_config({"chart_type": "line", "labels": ["a", "b"], "datasets": [{"data": [1, 2, 3]}]})
+
+
+def test_prompt_pieces() -> None:
+    assert parse_memories('{"memories": [{"id": "1", "content": "likes feet"}, "plain"]}') == ["likes feet", "plain"]
+    assert parse_memories("- one\n- two") == ["one", "two"]
+    listing = summarize_resource(json.dumps([{"id": "lux-dem", "title": "Luxembourg DEM", "units": "m"}] * 3), 1000)
+    assert listing.splitlines()[0] == "- lux-dem: Luxembourg DEM (units: m)"
+    long = summarize_resource(json.dumps([{"id": f"c{i}", "title": "t" * 50} for i in range(200)]), 500)
+    assert len(long) < 600 and long.endswith("(more available through the tools)")
+    polygon = {"type": "Polygon", "coordinates": [[[5.9, 49.5], [6.5, 49.5], [6.5, 50.1], [5.9, 49.5]]]}
+    text = spatial_context_message((49.6, 6.1), 8, None, polygon)
+    assert text is not None and "bbox [5.9, 49.5, 6.5, 50.1]" in text and '"type":"Polygon"' in text
+
+
+def real_style_schema() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "bbox": {"anyOf": [{"items": {"type": "number"}, "type": "array"}, {"type": "null"}], "default": None}
+        },
+    }
+
+
+def test_sanitised_schemas_still_accept_valid_arguments() -> None:
+    jsonschema.validate({"bbox": [1, 2, 3, 4]}, sanitize_schema(real_style_schema()))

@@ -1,0 +1,41 @@
+"""Helpers of the knowledge-tools tests (a distinct module name: test folders share sys.path)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from stacgis_common.testing import REPO_ROOT, mcp_client, token_for
+
+KNOWLEDGE_DIR = REPO_ROOT / "knowledge"
+
+
+def run_ingest(env: dict[str, str], directory: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "stacgis_knowledge.ingest", str(directory), *extra],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=REPO_ROOT,
+        check=False,
+    )
+
+
+async def call(url: str, tool: str, arguments: dict[str, Any], user: str = "tester") -> tuple[bool, Any]:
+    """(is_error, structured result or error text) of one tool call over MCP."""
+    async with mcp_client(url + "/mcp", token_for(user)) as session:
+        result = await session.call_tool(tool, arguments)
+    if result.is_error:
+        return True, result.content[0].text
+    return False, json.loads(result.content[0].text)
+
+
+async def documents(url: str) -> list[dict[str, Any]]:
+    async with mcp_client(url + "/mcp", token_for("tester")) as session:
+        read = await session.read_resource("knowledge://documents")
+    return list(json.loads(read.contents[0].text)["documents"])

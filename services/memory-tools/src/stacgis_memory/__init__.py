@@ -1,0 +1,1 @@
+"""stacgis memory-tools: long-term memories of each user, searchable by meaning."""

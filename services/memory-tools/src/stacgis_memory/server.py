@@ -1,0 +1,120 @@
+"""The memory-tools MCP server. The user is taken from the verified internal token only."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from typing import Annotated, Any, Literal
+
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
+from starlette.applications import Starlette
+
+from stacgis_common.auth import current_identity
+from stacgis_common.mcp_app import build_tool_server_app, create_mcp_server
+from stacgis_common.settings import load_settings
+from stacgis_memory.metrics import MEMORY_WRITES, observe
+from stacgis_memory.runtime import embeddings_client, open_database
+from stacgis_memory.service import MemoryService
+from stacgis_memory.settings import MemorySettings
+
+INSTRUCTIONS = (
+    "Long-term memories of the current user (preferences, facts about their work, places they care about). "
+    "Memories belong to the authenticated user only. Store durable facts with add_memory; restating a "
+    "memory updates it instead of adding a copy."
+)
+
+settings = load_settings(MemorySettings)
+server = create_mcp_server("memory-tools", settings, instructions=INSTRUCTIONS)
+
+
+class Runtime:
+    """Process-wide state, set up by the Starlette lifespan (the MCP transport is per request)."""
+
+    service: MemoryService | None = None
+
+    def get(self) -> MemoryService:
+        if self.service is None:
+            raise RuntimeError("memory-tools is not started")
+        return self.service
+
+
+runtime = Runtime()
+
+
+def compact(result: dict[str, Any]) -> CallToolResult:
+    text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=result)
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=False, idempotent_hint=True, open_world_hint=False))
+async def add_memory(
+    content: Annotated[str, Field(description="One durable fact, e.g. 'Prefers elevations in feet'.")],
+    kind: Annotated[
+        Literal["fact", "preference", "place", "note"] | None,
+        Field(description="What the memory is about (default: fact)."),
+    ] = None,
+) -> CallToolResult:
+    """Remember something about the current user. If a very similar memory exists it is updated with the new
+    wording (`status`: updated) instead of adding a near-copy; the same text again changes nothing
+    (`status`: unchanged)."""
+    with observe("add_memory"):
+        user = current_identity().user_id
+        result = await runtime.get().add(user, content, kind)
+        MEMORY_WRITES.labels(result["status"]).inc()
+        return compact(result)
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False))
+async def search_memories(
+    query: Annotated[str, Field(description="What to recall, e.g. 'preferred units'.")],
+    limit: Annotated[
+        int, Field(ge=1, le=settings.max_limit, description="Maximum number of memories.")
+    ] = settings.default_limit,
+) -> CallToolResult:
+    """Search the current user's memories by meaning and words (vector similarity and full text, fused by
+    reciprocal rank), best first, with their cosine `similarity` to the query."""
+    with observe("search_memories"):
+        return compact(await runtime.get().search(current_identity().user_id, query, limit))
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False))
+async def forget_memory(
+    memory_id: Annotated[str, Field(description="The id of one of the user's memories.")],
+) -> CallToolResult:
+    """Delete one of the current user's memories."""
+    with observe("forget_memory"):
+        result = await runtime.get().forget(current_identity().user_id, memory_id)
+        MEMORY_WRITES.labels("forgotten").inc()
+        return compact(result)
+
+
+@server.resource(
+    "memory://recent",
+    name="recent-memories",
+    description="The current user's most recently added or updated memories.",
+    mime_type="application/json",
+)
+async def recent_memories() -> str:
+    return json.dumps(await runtime.get().recent(current_identity().user_id))
+
+
+@contextlib.asynccontextmanager
+async def lifespan(_: Starlette) -> AsyncIterator[None]:
+    pool = await open_database(settings)
+    embedder = embeddings_client(settings)
+    runtime.service = MemoryService(settings, pool, embedder)
+    try:
+        yield
+    finally:
+        runtime.service = None
+        await embedder.aclose()
+        await pool.close()
+
+
+async def postgres_ready() -> None:
+    await runtime.get().pool.fetchval("SELECT 1")
+
+
+app = build_tool_server_app(server, settings, readiness={"postgres": postgres_ready}, lifespan=lifespan)

@@ -1,0 +1,187 @@
+"""A browser-like chat client for the load, fault and benchmark runs: POST /api/v1/chat/stream and
+resume with GET /api/v1/chat/runs/{id}/events, read as SSE (httpx-sse), every event time-stamped."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from httpx_sse import aconnect_sse
+
+API = "/api/v1"
+FINAL = ("done", "error")
+
+
+@dataclass
+class Event:
+    id: str | None
+    event: str
+    data: dict[str, Any]
+    at: float  # time.monotonic() when it arrived
+
+
+@dataclass
+class ChatResult:
+    """One request and what came back: its status, its events, or why it never finished."""
+
+    kind: str  # "chat" or "resume"
+    status: int | None
+    started: float
+    ended: float = 0.0
+    retry_after: str | None = None
+    body: Any = None
+    events: list[Event] = field(default_factory=list)
+    failure: str | None = None  # transport failure, broken stream or no answer in time
+    message: str = ""
+
+    @property
+    def final(self) -> Event | None:
+        return next((e for e in reversed(self.events) if e.event in FINAL), None)
+
+    @property
+    def complete(self) -> bool:
+        """A whole answer: HTTP 200, a `done` event that is the last one, and some content."""
+        final = self.final
+        return (
+            self.status == 200
+            and self.failure is None
+            and final is not None
+            and final.event == "done"
+            and final is self.events[-1]
+            and bool(self.content or final.data.get("done", {}).get("content"))
+        )
+
+    @property
+    def refused(self) -> bool:
+        """Refused by the gate as documented: 503 with a usable Retry-After."""
+        return self.status == 503 and self.retry_after is not None and self.retry_after.isdigit()
+
+    @property
+    def run_id(self) -> str | None:
+        for event in self.events:
+            if event.data.get("runId"):
+                return str(event.data["runId"])
+        return None
+
+    @property
+    def session_id(self) -> str | None:
+        for event in self.events:
+            started = event.data.get("runStarted")
+            if started and started.get("sessionId"):
+                return str(started["sessionId"])
+        return None
+
+    @property
+    def last_event_id(self) -> str | None:
+        return next((e.id for e in reversed(self.events) if e.id), None)
+
+    @property
+    def content(self) -> str:
+        return "".join(str(e.data.get("content", {}).get("text", "")) for e in self.events if e.event == "content")
+
+    @property
+    def error(self) -> dict[str, Any] | None:
+        final = self.final
+        return final.data.get("error") if final is not None and final.event == "error" else None
+
+    def first(self, name: str) -> Event | None:
+        return next((e for e in self.events if e.event == name), None)
+
+    def describe(self) -> str:
+        final = self.final
+        tail = f"final={final.event}:{json.dumps(final.data.get(final.event))[:200]}" if final else "no final event"
+        return (
+            f"{self.kind} status={self.status} events={len(self.events)} {tail} failure={self.failure} "
+            f"body={str(self.body)[:200]} after {self.ended - self.started:.1f}s"
+        )
+
+
+async def _read(result: ChatResult, client: httpx.AsyncClient, method: str, url: str, **kwargs: Any) -> None:
+    async with aconnect_sse(client, method, url, **kwargs) as source:
+        response = source.response
+        result.status = response.status_code
+        result.retry_after = response.headers.get("retry-after")
+        if response.status_code != 200:
+            await response.aread()
+            try:
+                result.body = response.json()
+            except ValueError:
+                result.body = response.text[:500]
+            return
+        async for sse in source.aiter_sse():
+            try:
+                data = json.loads(sse.data) if sse.data else {}
+            except ValueError:
+                result.failure = f"event data is not JSON: {sse.data[:200]!r}"
+                return
+            result.events.append(Event(sse.id or None, sse.event, data, time.monotonic()))
+            if sse.event in FINAL:
+                return
+    if result.status == 200 and result.final is None:
+        result.failure = "the stream ended without a final event"
+
+
+async def _run(result: ChatResult, timeout: float, coro: Any) -> ChatResult:
+    try:
+        async with asyncio.timeout(timeout):
+            await coro
+    except TimeoutError:
+        result.failure = f"no final event within {timeout:g}s"
+    except httpx.HTTPError as error:
+        result.failure = f"{type(error).__name__}: {error}"
+    result.ended = time.monotonic()
+    return result
+
+
+async def chat(
+    client: httpx.AsyncClient,
+    base: str,
+    message: str,
+    *,
+    session_id: str | None = None,
+    spatial_context: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
+    timeout: float = 90.0,
+) -> ChatResult:
+    body: dict[str, Any] = {"message": message}
+    if session_id:
+        body["session_id"] = session_id
+    if spatial_context:
+        body["spatial_context"] = spatial_context
+    result = ChatResult("chat", None, time.monotonic(), message=message)
+    request = _read(result, client, "POST", f"{base}{API}/chat/stream", json=body, headers=dict(headers or {}))
+    return await _run(result, timeout, request)
+
+
+async def resume(
+    client: httpx.AsyncClient,
+    base: str,
+    run_id: str,
+    last_event_id: str | None,
+    *,
+    headers: dict[str, str] | None = None,
+    timeout: float = 90.0,
+) -> ChatResult:
+    extra = dict(headers or {})
+    if last_event_id:
+        extra["Last-Event-ID"] = last_event_id
+    result = ChatResult("resume", None, time.monotonic())
+    request = _read(result, client, "GET", f"{base}{API}/chat/runs/{run_id}/events", headers=extra)
+    return await _run(result, timeout, request)
+
+
+def new_client(timeout: float = 90.0) -> httpx.AsyncClient:
+    """One browser: its own cookie jar (the anonymous identity) and connections."""
+    return httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=10.0), limits=httpx.Limits(max_connections=4))
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))
+    return ordered[index]
