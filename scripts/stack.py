@@ -358,7 +358,9 @@ def supervise(name: str) -> int:
     while not stopping:
         started = time.monotonic()
         with log_path.open("ab") as log:
-            child = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+            # Its own process group: honcho signals this supervisor's group, and the service gets
+            # exactly one SIGTERM, forwarded below (a second one makes uvicorn skip its graceful stop).
+            child = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
         pid_path.write_text(str(child.pid))
         write_state(name, {"pid": child.pid, "supervisor": os.getpid(), "restarts": restarts, "last_exit": last_exit})
         note(f"{name} started (pid {child.pid})")

@@ -89,7 +89,13 @@ export async function mapCenter(page: Page): Promise<{ lng: number; lat: number;
   });
 }
 
+/** Saves a picture of the page once the map has drawn its tiles (or after 5 s). */
 export async function screenshot(page: Page, name: string): Promise<void> {
   mkdirSync(SCREENSHOTS, { recursive: true });
+  await page
+    .waitForFunction(() => window.__stacgisMap?.areTilesLoaded() && !window.__stacgisMap.isMoving(), undefined, {
+      timeout: 5000,
+    })
+    .catch(() => undefined);
   await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`) });
 }

@@ -4,7 +4,8 @@
 
 Embeds the sentences vector-tools indexes for all GeoNames cities (about 34 000, cached after the
 first run), stores them in a scratch database with the same HNSW index as vector-tools
-(vector_cosine_ops, m=16, ef_construction=64), then runs place-name queries ("Berlin",
+(vector_cosine_ops, m=32, ef_construction=128; --m/--ef-construction to compare others), then
+runs place-name queries ("Berlin",
 "Campinas") embedded by the same model. For each query the exact top 10 (sequential scan) is
 the truth; recall@10 and p50/p95 latency are printed side by side for every ef_search value,
 with the smallest value reaching the recall target marked as the default.
@@ -40,7 +41,7 @@ EF_SEARCH = (10, 20, 40, 64, 100, 200, 400)
 # (GeoNames has many same-named places in one country, e.g. "San Isidro, a city in Argentina").
 TIE_EPSILON = 1e-5
 K = 10
-RECALL_TARGET = 0.98
+RECALL_TARGET = 0.97
 
 
 @contextlib.contextmanager
@@ -109,7 +110,7 @@ def recall_at_k(found: list[float], exact: list[float]) -> float:
     return sum(1 for distance in found if distance <= exact[-1] + TIE_EPSILON) / K
 
 
-async def run(queries: int, embedding_url: str, cache_dir: Path) -> None:
+async def run(queries: int, embedding_url: str, cache_dir: Path, m: int, ef_construction: int) -> None:
     records = cities(PackageCache(cache_dir), LoadOptions()).records
     texts = [record.embedding_text for record in records]
     client = EmbeddingsClient("ollama", embedding_url, "all-minilm", 384)
@@ -132,7 +133,9 @@ async def run(queries: int, embedding_url: str, cache_dir: Path) -> None:
             )
             started = time.monotonic()
             await connection.execute(
-                "CREATE INDEX ON places USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
+                "CREATE INDEX ON places USING hnsw (embedding vector_cosine_ops)"
+                f" WITH (m = {int(m)}, ef_construction = {int(ef_construction)})",
+                timeout=1800,
             )
             build_seconds = time.monotonic() - started
             await connection.execute("ANALYZE places")
@@ -158,7 +161,7 @@ async def run(queries: int, embedding_url: str, cache_dir: Path) -> None:
         await pool.close()
 
     print(f"\n{len(vectors)} GeoNames place embeddings (384 dims), {queries} place-name queries, top {K}")
-    print(f"HNSW build (m=16, ef_construction=64): {build_seconds:.1f} s\n")
+    print(f"HNSW build (m={m}, ef_construction={ef_construction}): {build_seconds:.1f} s\n")
     print(f"{'search':<22}{'recall@10':>10}{'worst':>8}{'p50 ms':>9}{'p95 ms':>9}{'speed-up p50':>14}")
     exact_p50 = percentile(exact_ms, 50)
     print(f"{'exact scan':<22}{1.0:>10.3f}{1.0:>8.2f}{exact_p50:>9.2f}{percentile(exact_ms, 95):>9.2f}{1.0:>13.1f}x")
@@ -179,9 +182,12 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--embedding-url", default=None, help="a running model server (default: start one)")
     parser.add_argument("--cache", type=Path, default=ROOT / ".local" / "cache")
+    # The services' index parameters (*_HNSW_M, *_HNSW_EF_CONSTRUCTION); pgvector's defaults are 16 and 64.
+    parser.add_argument("--m", type=int, default=32)
+    parser.add_argument("--ef-construction", type=int, default=128)
     arguments = parser.parse_args()
     with embedding_server(arguments.embedding_url) as url:
-        asyncio.run(run(arguments.queries, url, arguments.cache))
+        asyncio.run(run(arguments.queries, url, arguments.cache, arguments.m, arguments.ef_construction))
 
 
 if __name__ == "__main__":

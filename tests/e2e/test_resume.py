@@ -66,5 +66,5 @@ async def test_a_dropped_stream_resumes_with_the_remaining_events_exactly_once(
     assert {e.json()["runId"] for e in joined} == {before.run_id}
     assert after.done()["content"] == "".join(f"part{index:02d} " for index in range(CHUNKS))
     assert before.content + after.content == after.done()["content"]
-    # The run went on while no browser was listening: the resumed part is the live tail, not a replay.
+    # The run went on while no browser was listening, and the rest of the answer came on resuming.
     assert after.of("content"), after.describe()

@@ -107,3 +107,29 @@ def test_every_variable_in_stack_env_is_a_setting_of_its_service() -> None:
         fields = {f"{prefix}{field}".upper() for field in settings.model_fields}
         unknown += [key for key in local if key.startswith(prefix) and key not in fields]
     assert not unknown, f"no service reads these (misspelt?): {unknown}"
+
+
+@pytest.mark.asyncio
+async def test_make_up_takes_ollama_when_it_answers_and_the_local_model_server_otherwise(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = await missing_components(["model-server"])
+    assert not missing, f"the local model server is not up: {missing}"
+    monkeypatch.delenv("ORCHESTRATOR_LLM_BASE_URL", raising=False)
+    monkeypatch.delenv("ORCHESTRATOR_LLM_MODEL", raising=False)
+    # The local model server speaks Ollama's API, so under another address it stands in for an Ollama.
+    monkeypatch.setenv("OLLAMA_BASE_URL", "http://localhost:11434")
+    with_ollama: dict[str, str] = {}
+    stack.choose_llm(with_ollama)
+    assert with_ollama["ORCHESTRATOR_LLM_BASE_URL"] == "http://localhost:11434"
+    assert with_ollama["ORCHESTRATOR_LLM_MODEL"] == with_ollama["GATEWAY_MODEL_LABEL"] == stack.CHART_LLM_MODEL
+    assert with_ollama["GATEWAY_PROVIDER_LABEL"] == "ollama"
+    assert f"Ollama does not have {stack.CHART_LLM_MODEL}" in capsys.readouterr().out
+
+    monkeypatch.setenv("OLLAMA_BASE_URL", "http://127.0.0.1:9")  # nothing listens there
+    without: dict[str, str] = {}
+    stack.choose_llm(without)
+    assert without["ORCHESTRATOR_LLM_BASE_URL"] == "http://127.0.0.1:11434"
+    assert without["ORCHESTRATOR_LLM_MODEL"] == without["GATEWAY_MODEL_LABEL"] == "smollm2:135m"
+    assert without["GATEWAY_PROVIDER_LABEL"] == "stacgis model server"
+    assert "does not answer: using the local model server" in capsys.readouterr().out

@@ -17,13 +17,17 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from hostile_servers import SUMMARY, Canary
 
 from stacgis_common.testing import REPO_ROOT, free_port
 
 HERE = Path(__file__).parent
 SERVICES = REPO_ROOT / "services"
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "load"))
+
+from hostile_servers import SUMMARY, Canary  # noqa: E402
+from private_stack import PrivateStack, StackOptions, private_stack  # noqa: E402
+from scripted_rules import reliability_rules  # noqa: E402
 
 
 def _load(name: str, path: Path) -> ModuleType | None:
@@ -97,3 +101,23 @@ def canary() -> Iterator[Canary]:
     thread.start()
     yield found
     server.shutdown()
+
+
+@pytest.fixture(scope="session")
+def hostile_stack() -> Iterator[PrivateStack]:
+    """The whole product (ingress, gateway, orchestrator, tool servers, scripted model) on free ports.
+
+    Trusted-header auth, so tests choose who they are (X-Forwarded-User) through the ingress; no rate
+    limit, so schemathesis can explore."""
+    env = {
+        "GATEWAY_AUTH_MODE": "trusted-header",
+        "GATEWAY_TRUSTED_PROXIES": "127.0.0.1/32",
+        "GATEWAY_TRUSTED_USER_HEADER": "X-Forwarded-User",
+        "GATEWAY_RATE_LIMIT_PER_MINUTE": "0",
+        "GATEWAY_LOG_LEVEL": "WARNING",
+        "ORCHESTRATOR_LOG_LEVEL": "WARNING",
+        "ORCHESTRATOR_RESOURCE_CACHE_SECONDS": "0",
+        "MODEL_SERVER_PRELOAD": "true",
+    }
+    with private_stack(StackOptions(rules=reliability_rules(), env=env)) as stack:
+        yield stack

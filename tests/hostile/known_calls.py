@@ -31,10 +31,11 @@ GOOD_CALLS: dict[str, dict[str, Any]] = {
     "query_vector_by_bbox": {"dataset": "countries", "bbox": [5.9, 49.4, 6.5, 50.2]},
     # knowledge-tools
     "search_knowledge": {"query": "what is a digital elevation model"},
-    "add_knowledge": {"text": "Hostile-input test note: NDVI ranges from -1 to 1.", "title": "hostile test note"},
+    "add_knowledge": {"title": "hostile test note", "content": "Hostile-input test note: NDVI ranges from -1 to 1."},
     # memory-tools
     "search_memories": {"query": "units"},
     "add_memory": {"content": "The hostile-input tester prefers metres."},
+    "forget_memory": {"memory_id": "00000000-0000-0000-0000-000000000000"},
 }
 
 # The call that shows each server still answers after the hostile ones.

@@ -185,3 +185,116 @@ def percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     index = min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))
     return ordered[index]
+
+
+@dataclass
+class Conversation:
+    """A chat and the resumes it took to reach its final event (as a browser whose connection broke)."""
+
+    attempts: list[ChatResult]
+
+    @property
+    def first(self) -> ChatResult:
+        return self.attempts[0]
+
+    @property
+    def events(self) -> list[Event]:
+        return [event for attempt in self.attempts for event in attempt.events]
+
+    @property
+    def final(self) -> Event | None:
+        return next((e for e in reversed(self.events) if e.event in FINAL), None)
+
+    @property
+    def started(self) -> float:
+        return self.first.started
+
+    @property
+    def ended(self) -> float:
+        return self.attempts[-1].ended
+
+    @property
+    def resumed(self) -> bool:
+        return len(self.attempts) > 1
+
+    @property
+    def content(self) -> str:
+        return "".join(str(e.data.get("content", {}).get("text", "")) for e in self.events if e.event == "content")
+
+    @property
+    def succeeded(self) -> bool:
+        """A whole answer with no tool failure on the way."""
+        final = self.final
+        return (
+            final is not None
+            and final.event == "done"
+            and bool(self.content)
+            and not any(e.event == "tool_error" for e in self.events)
+        )
+
+    def gaps(self) -> list[str]:
+        """Event ids must strictly increase and `seq` must count up without gaps across resumes."""
+        problems = []
+        previous_id: tuple[int, int] | None = None
+        previous_seq = 0
+        for event in self.events:
+            if event.id:
+                millis, _, serial = event.id.partition("-")
+                key = (int(millis), int(serial or 0))
+                if previous_id is not None and key <= previous_id:
+                    problems.append(f"event id {event.id} repeats or goes back")
+                previous_id = key
+            seq = int(event.data.get("seq") or 0)
+            if seq and seq != previous_seq + 1:
+                problems.append(f"seq {previous_seq} then {seq}")
+            previous_seq = seq or previous_seq
+        return problems
+
+
+async def chat_with_resume(
+    client: httpx.AsyncClient,
+    base: str,
+    message: str,
+    *,
+    timeout: float = 90.0,
+    drop_after: int | None = None,
+    max_resumes: int = 20,
+) -> Conversation:
+    """Chat; when the stream breaks (or after `drop_after` events, on purpose) resume until the final event."""
+    started = time.monotonic()
+    result = ChatResult("chat", None, started, message=message)
+    if drop_after is None:
+        first = await chat(client, base, message, timeout=timeout)
+    else:
+
+        async def partial() -> None:
+            async with aconnect_sse(client, "POST", f"{base}{API}/chat/stream", json={"message": message}) as source:
+                result.status = source.response.status_code
+                result.retry_after = source.response.headers.get("retry-after")
+                if result.status != 200:
+                    await source.response.aread()
+                    result.body = source.response.text[:500]
+                    return
+                async for sse in source.aiter_sse():
+                    data = json.loads(sse.data) if sse.data else {}
+                    result.events.append(Event(sse.id or None, sse.event, data, time.monotonic()))
+                    if sse.event in FINAL or len(result.events) >= drop_after:
+                        return  # leaving the block closes the connection: the browser went away
+
+        first = await _run(result, timeout, partial())
+    conversation = Conversation([first])
+    while (
+        conversation.final is None
+        and first.status == 200
+        and first.run_id
+        and len(conversation.attempts) <= max_resumes
+        and time.monotonic() - started < timeout
+    ):
+        last_id = next((e.id for e in reversed(conversation.events) if e.id), None)
+        attempt = await resume(client, base, first.run_id, last_id, timeout=timeout - (time.monotonic() - started))
+        conversation.attempts.append(attempt)
+        if attempt.status is not None and 400 <= attempt.status < 500:
+            break  # e.g. 404: the run is gone
+        if attempt.final is None:
+            await asyncio.sleep(0.5)
+    return conversation

@@ -38,8 +38,12 @@ def test_database_client_spans_are_timed_by_service_system_and_operation() -> No
         time.sleep(0.02)
     with tracer.start_as_current_span("XADD", kind=SpanKind.CLIENT, attributes={"db.system": "redis"}):
         pass
+    with tracer.start_as_current_span("BEGIN;", kind=SpanKind.CLIENT, attributes={"db.system": "postgresql"}):
+        pass
+    with tracer.start_as_current_span("XADD EXPIRE", kind=SpanKind.CLIENT, attributes={"db.system": "redis"}):
+        pass
     # An odd span name must not become a label value of its own.
-    with tracer.start_as_current_span("select 1 -- x", kind=SpanKind.CLIENT, attributes={"db.system": "postgresql"}):
+    with tracer.start_as_current_span("$1::text", kind=SpanKind.CLIENT, attributes={"db.system": "postgresql"}):
         pass
     # Not database spans: an HTTP client call, and a server span that happens to carry db.system.
     with tracer.start_as_current_span("GET", kind=SpanKind.CLIENT, attributes={"http.request.method": "GET"}):
@@ -49,6 +53,8 @@ def test_database_client_spans_are_timed_by_service_system_and_operation() -> No
 
     assert db_count("postgresql", "SELECT") == before + 1
     assert db_count("redis", "XADD") == 1
+    assert db_count("postgresql", "BEGIN") == 1
+    assert db_count("redis", "PIPELINE") == 1
     assert db_count("postgresql", "other") == 1
     total = REGISTRY.get_sample_value(
         "db_client_operation_duration_seconds_sum",

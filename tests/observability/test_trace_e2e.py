@@ -34,12 +34,14 @@ TOOL = "search_vector_features"
 
 
 def stack_env() -> dict[str, str]:
+    """The services' environment as scripts/stack.py builds it: stack.env, then the caller's variables."""
+    local = os.environ.get("STACGIS_LOCAL_DIR", str(ROOT / ".local"))
     values: dict[str, str] = {}
     for line in (ROOT / "deploy" / "local" / "stack.env").read_text().splitlines():
         line = line.strip()
         if line and not line.startswith("#"):
             key, _, value = line.partition("=")
-            values[key.strip()] = value.strip()
+            values[key.strip()] = value.strip().replace("${ROOT}", str(ROOT)).replace("${LOCAL}", local)
     return {**values, **os.environ}
 
 
@@ -93,7 +95,7 @@ def traced_run(stack: None) -> tuple[str, str, list[dict[str, Any]]]:
     assert not missing, (
         "spans are not written to files for "
         + ", ".join(missing)
-        + ": set <PREFIX>TRACE_FILE=.local/traces/<service>.jsonl for every service in deploy/local/stack.env"
+        + ": set <PREFIX>TRACE_FILE=${LOCAL}/traces/<service>.jsonl for every service in deploy/local/stack.env"
     )
     trace_id, root_span = secrets.token_hex(16), secrets.token_hex(8)
     rules = tool_rules("trace", TOOL, {"query": "Lisbon", "limit": 2})

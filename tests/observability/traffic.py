@@ -29,6 +29,9 @@ TOOL_CALLS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 # A call the tool refuses: the run goes on with a tool_error event.
 BAD_CALL = ("get_raster_info", {"collection_id": "no-such-collection-obs"})
+ROUNDS = 2
+# Longer than the test Prometheus' scrape interval (1 s), so each round lands in its own scrape.
+SCRAPE_GAP_SECONDS = 2.5
 
 
 def marker(name: str) -> str:
@@ -137,12 +140,11 @@ def _collection_ids(result: Chat) -> list[str]:
     return []
 
 
-def _tile_for(center: list[float]) -> tuple[int, int, int]:
-    lon, lat, zoom = center[0], center[1], int(center[2]) if len(center) > 2 else 8
+def _tile_for(lon: float, lat: float, zoom: int) -> tuple[int, int]:
     n = 2**zoom
     x = int((lon + 180) / 360 * n)
     y = int((1 - math.asinh(math.tan(math.radians(lat))) / math.pi) / 2 * n)
-    return zoom, min(max(x, 0), n - 1), min(max(y, 0), n - 1)
+    return min(max(x, 0), n - 1), min(max(y, 0), n - 1)
 
 
 def _fetch_tiles(report: TrafficReport, collection_ids: list[str]) -> None:
@@ -152,19 +154,27 @@ def _fetch_tiles(report: TrafficReport, collection_ids: list[str]) -> None:
         if tilejson.status_code != 200:
             report.problems.append(f"tilejson of {collection}: {tilejson.status_code}")
             continue
-        z, x, y = _tile_for(tilejson.json().get("center") or [0, 0, 0])
-        for dx in (0, 1):
-            tile = httpx.get(f"{raster}/tiles/{collection}/{z}/{x + dx}/{y}.png", timeout=60)
+        meta = tilejson.json()
+        lon, lat = (meta.get("center") or [0.0, 0.0])[:2]
+        z = min(int(meta.get("maxzoom", 0)), int(meta.get("minzoom", 0)) + 3)
+        x, y = _tile_for(lon, lat, z)
+        # The tile at the data's centre and its eastern neighbour (possibly outside the data: empty).
+        for column in (x, (x + 1) % 2**z):
+            tile = httpx.get(f"{raster}/tiles/{collection}/{z}/{column}/{y}.png", timeout=60)
             report.tiles.append(tile.status_code)
 
 
 def run_traffic(model: ScriptedModel) -> TrafficReport:
     report = TrafficReport(started=time.time())
     with model.extra_rules(scripted_rules()), httpx.Client() as client:
-        for server in TOOL_CALLS:
-            report.chats[server] = chat(client, f"{marker(server)} please use the {server} tools")
-        report.chats["bad-call"] = chat(client, f"{marker('bad-call')} describe a collection")
-        report.chats["model-error"] = chat(client, f"{marker('model-error')} this one fails")
+        # Two rounds: a labelled series appears at its first increment, so a rate over it only moves
+        # from the second one on (as in production, where traffic repeats).
+        for _ in range(ROUNDS):
+            for server in TOOL_CALLS:
+                report.chats[server] = chat(client, f"{marker(server)} please use the {server} tools")
+            report.chats["bad-call"] = chat(client, f"{marker('bad-call')} describe a collection")
+            report.chats["model-error"] = chat(client, f"{marker('model-error')} this one fails")
+            time.sleep(SCRAPE_GAP_SECONDS)
         _slow_chat_and_a_second_one(report)
 
         # Resume the first run after its first event, as a browser that lost the connection does.

@@ -99,7 +99,8 @@ export function Composer() {
           ref={inputRef}
           value={draft}
           rows={2}
-          placeholder="Ask about places, rasters, statistics… (Enter to send, Shift+Enter for a new line)"
+          placeholder="Ask about places, rasters, statistics…"
+          aria-describedby="composer-hint"
           onChange={(e) => setDraft(e.target.value)}
           onKeyDown={(e) => {
             if (e.key === "Enter" && !e.shiftKey && !e.nativeEvent.isComposing) {
@@ -138,6 +139,7 @@ export function Composer() {
         </div>
       </div>
       <div className="composer-options">
+        <span id="composer-hint">Enter sends, Shift+Enter adds a line</span>
         {canSpeak ? (
           <label className="toggle">
             <input

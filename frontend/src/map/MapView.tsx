@@ -31,7 +31,7 @@ import {
   startDrawing,
   undoVertex,
 } from "./drawing";
-import { OVERLAY_ANCHOR_LAYER } from "./frontendTools";
+import { OVERLAY_ANCHOR_LAYER, overlayBeforeId } from "./frontendTools";
 import type { BasemapChoice } from "./mapBridge";
 import { markStyleLoaded, markStyleLoading, registerMap, unregisterMap } from "./mapRegistry";
 import { MapToolbar } from "./MapToolbar";
@@ -57,7 +57,7 @@ function addSupportLayers(map: MapLibreMap): void {
   const ui = useUiStore.getState();
   for (const overlay of ui.overlays) {
     if (!map.getSource(overlay.id)) map.addSource(overlay.id, overlay.source);
-    if (!map.getLayer(overlay.id)) map.addLayer(overlay.layer);
+    if (!map.getLayer(overlay.id)) map.addLayer(overlay.layer, overlayBeforeId(map));
   }
   if (!map.getSource("selection")) {
     map.addSource("selection", { type: "geojson", data: selectionData(ui.selectedFeature) });

@@ -5,6 +5,14 @@ import { whenMapReady, whenStyleReady } from "./mapRegistry";
 
 /** Layers kept above raster overlays: what the user drew or picked. */
 export const OVERLAY_ANCHOR_LAYER = "selection-fill";
+/** Country borders of the offline basemap stay readable above raster overlays. */
+export const BORDERS_LAYER = "countries-line";
+
+/** The layer a new raster overlay goes beneath. */
+export function overlayBeforeId(map: { getLayer(id: string): unknown }): string | undefined {
+  if (map.getLayer(BORDERS_LAYER)) return BORDERS_LAYER;
+  return map.getLayer(OVERLAY_ANCHOR_LAYER) ? OVERLAY_ANCHOR_LAYER : undefined;
+}
 
 async function fetchJson(url: string): Promise<unknown> {
   const resp = await fetch(url, { credentials: "same-origin" });
@@ -31,7 +39,7 @@ export function runFrontendTool(name: string, args: JsonObject | undefined): Pro
       setBasemap: ui.setBasemap,
       setPanel: ui.setPanel,
       onOverlay: ui.upsertOverlay,
-      overlayBeforeId: () => (map.getLayer(OVERLAY_ANCHOR_LAYER) ? OVERLAY_ANCHOR_LAYER : undefined),
+      overlayBeforeId: () => overlayBeforeId(map),
     });
   });
   queue = run.catch(() => undefined);

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import pytest
 
 from stacgis_common.testing import RunningService, free_port, run_service
@@ -62,6 +63,9 @@ def model_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningSe
     port = free_port()
     env = {"MODEL_SERVER_PORT": str(port), "MODEL_SERVER_RULES_PATH": str(rules)}
     with run_service("stacgis_model_server", env, port) as service:
+        # Load the embedding model now (about 5-15 s here), so no test measures a cold start.
+        warm = httpx.post(service.url + "/api/embed", json={"model": "all-minilm", "input": ["warm up"]}, timeout=120)
+        assert warm.status_code == 200, warm.text
         yield service
 
 

@@ -505,3 +505,32 @@ async def test_unknown_model_stalled_model_and_failing_model_end_with_clear_erro
     assert content(events) == "Partial answer t"
     error = terminal(events).proto.error
     assert error.code == "model_error" and "GPU fell over" in error.message
+
+
+@pytest.mark.asyncio
+async def test_a_model_without_native_tools_gets_them_in_the_prompt_and_calls_them_as_text(orch, model_url) -> None:
+    message = unique("no native tools")
+    await set_rules(
+        model_url,
+        {
+            "name": "refuses tools",
+            "match": {"last_user": "no native tools", "tools_offered": ["list_available_tools"]},
+            "error": {"status": 400, "message": "registry.ollama.ai/library/tiny:latest does not support tools"},
+        },
+        {
+            "name": "writes the call",
+            "match": {"last_user": "no native tools", "step": 0, "system": "To call one, answer with only this"},
+            "content": '<tool_call>{"name": "list_raster_collections", "arguments": {}}</tool_call>',
+        },
+        {
+            "name": "answers",
+            "match": {"last_user": "no native tools", "step": 1},
+            "content": "There are {{tool:list_raster_collections:collections.2.id}} and others.",
+        },
+    )
+    events = await run_events(orch.url, {"message": message})
+    assert [e.payload["toolName"] for e in events if e.name == "tool_start"] == ["list_raster_collections"]
+    assert content(events) == "There are pr-1999 and others."
+    requests = await model_requests(model_url, contains=message)
+    assert [bool(r["body"].get("tools")) for r in requests] == [True, False, False]
+    assert "list_raster_collections" in system_text(requests[1])

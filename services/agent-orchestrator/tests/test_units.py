@@ -10,6 +10,7 @@ import jsonschema
 import pytest
 
 from stacgis_orchestrator.context_window import estimate_tokens, fit_to_context
+from stacgis_orchestrator.llm.errors import model_http_error
 from stacgis_orchestrator.llm.schema import sanitize_schema, schema_problems
 from stacgis_orchestrator.llm.stream_filter import ContentFilter
 from stacgis_orchestrator.llm.text_tools import parse_json_answer, parse_tool_blocks
@@ -282,3 +283,31 @@ def real_style_schema() -> dict[str, Any]:
 
 def test_sanitised_schemas_still_accept_valid_arguments() -> None:
     jsonschema.validate({"bbox": [1, 2, 3, 4]}, sanitize_schema(real_style_schema()))
+
+
+@pytest.mark.parametrize(
+    ("status", "text", "code"),
+    [
+        (404, 'model "qwen3" not found, try pulling it first', "model_unavailable"),
+        (400, '"tiny" does not support tools', "tools_unsupported"),
+        (400, "the prompt is 5000 tokens, more than the context window of 4096 (options.num_ctx)", "context_too_long"),
+        (503, "loading", "model_unavailable"),
+        (500, "CUDA out of memory", "model_error"),
+    ],
+)
+def test_model_server_errors_are_classified(status: int, text: str, code: str) -> None:
+    error = model_http_error(status, text, "qwen3", "http://ollama:11434")
+    assert error.code == code and text in error.message
+
+
+def test_the_request_being_answered_never_slides_out_of_the_window() -> None:
+    memory = ConversationMemory(window=4)
+    memory.add_user("old question")
+    memory.add_assistant("old answer")
+    memory.add_user("current request")
+    for index in range(5):
+        memory.add_assistant("", [ToolCall(f"c{index}", "t", {})])
+        memory.add_tool_result(f"c{index}", "t", "result")
+    roles = [m.content or m.role for m in memory.get_messages()]
+    assert roles[0] == "current request" and len(roles) == 11
+    assert memory.current_request_index() == 0

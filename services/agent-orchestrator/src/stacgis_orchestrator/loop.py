@@ -24,7 +24,7 @@ from .events import EventSink, message_to_proto, struct
 from .llm.base import ChatProvider
 from .llm.stream_filter import ContentFilter
 from .llm.text_tools import describe_tools_for_prompt, parse_json_answer, parse_tool_blocks
-from .llm.types import Message, ModelError, ModelTurn, TextDelta, ThinkingDelta, ToolCall, ToolSpec
+from .llm.types import Message, ModelError, ModelTurn, TextDelta, ThinkingDelta, ToolCall, ToolSpec, new_call_id
 from .memory import ConversationMemory, consistent_history, truncate_result
 from .prompts import BUDGET_WARNING, memories_message, spatial_context_message, system_prompt
 from .settings import OrchestratorSettings
@@ -185,7 +185,6 @@ class AgentRun:
 
     async def _steps(self) -> str:
         memory = await self._prepare_memory()
-        protect_from = len(memory.get_messages()) - 1  # the current request
         last_thought = ""
         for step in range(1, self.run.max_steps + 1):
             await self._check_cancel()
@@ -198,7 +197,7 @@ class AgentRun:
                 messages = memory.get_messages()
                 if (warn or final_step) and self.acted:
                     messages = [*messages, Message(role="system", content=BUDGET_WARNING)]
-                turn, visible = await self._think(messages, offered, protect_from)
+                turn, visible = await self._think(messages, offered, memory.current_request_index())
                 last_thought = (turn.thinking or visible)[-LAST_THOUGHT_CHARS:]
                 if turn.tool_calls and not final_step:
                     self.acted = True
@@ -343,6 +342,7 @@ class AgentRun:
                     calls_from_held_text = bool(calls)
             if not calls_from_held_text:
                 self._emit_filtered(content_filter.release_held())
+            calls = _unique_ids(calls)
             metrics.MODEL_DURATION.labels(*labels, "").observe(time.perf_counter() - started)
             if turn.input_tokens is not None:
                 self.input_tokens += turn.input_tokens
@@ -604,3 +604,15 @@ class AgentRun:
             )
         )
         metrics.TOOL_CALLS.labels(name, server, kind).inc()
+
+
+def _unique_ids(calls: list[ToolCall]) -> list[ToolCall]:
+    """Some models reuse call ids (or send none); results are matched by id, so make them unique."""
+    seen: set[str] = set()
+    unique = []
+    for call in calls:
+        if not call.id or call.id in seen:
+            call = ToolCall(new_call_id(), call.name, call.arguments, call.arguments_error)
+        seen.add(call.id)
+        unique.append(call)
+    return unique

@@ -63,6 +63,10 @@ class ConversationMemory:
         if len(self.messages) <= self.window:
             return
         start = len(self.messages) - self.window
+        # The request being answered stays, however many tool steps follow it (the context guard
+        # compacts those instead).
+        last_user = max((i for i, m in enumerate(self.messages) if m.role == "user"), default=start)
+        start = min(start, last_user)
         # Never begin the window with tool results whose call was cut off.
         while start < len(self.messages) and self.messages[start].role == "tool":
             start += 1
@@ -70,6 +74,11 @@ class ConversationMemory:
 
     def get_messages(self) -> list[Message]:
         return [*self.system, *self.messages]
+
+    def current_request_index(self) -> int:
+        """Index in get_messages() of the latest user message (the request being answered)."""
+        messages = self.get_messages()
+        return max((i for i, m in enumerate(messages) if m.role == "user"), default=len(messages))
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -70,7 +70,7 @@ class Services:
             settings.embedding_model,
             settings.embedding_dimension,
             api_key=settings.embedding_api_key.get_secret_value() if settings.embedding_api_key else None,
-            timeout=30.0,
+            timeout=settings.embedding_timeout_seconds,
         )
         catalog = ToolCatalog(pool, settings)
         selector = ToolSelector(embeddings, settings.tool_keyword_weight)

@@ -49,6 +49,8 @@ class OrchestratorSettings(ServiceSettings):
     embedding_model: str = "all-minilm"
     embedding_dimension: int = Field(default=384, ge=1)
     embedding_api_key: SecretStr | None = None
+    # A slow embedding server must not stall a step: ranking then falls back to keywords.
+    embedding_timeout_seconds: float = Field(default=5.0, gt=0)
 
     # MCP tool servers: name -> URL of the /mcp endpoint. Order decides who keeps a colliding tool name.
     mcp_servers: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_MCP_SERVERS))

@@ -94,8 +94,8 @@ def _plain(value: object) -> object:
 class SpanMetricsProcessor(SpanProcessor):
     """Turns finished spans into Prometheus histograms, so every service gets the same views for free.
 
-    - database client spans (asyncpg, redis) -> DB_DURATION. The instrumentations name a span after
-      its operation (SELECT, XADD, ...); anything else is counted as "other" to keep labels bounded.
+    - database client spans (asyncpg, redis) -> DB_DURATION, by operation (SELECT, XADD, PIPELINE, ...);
+      anything that does not look like one is counted as "other" to keep labels bounded.
     - MCP server spans of the MCP SDK ("tools/call <tool>") -> MCP_DURATION, with the SDK's error.type.
     """
 
@@ -109,7 +109,10 @@ class SpanMetricsProcessor(SpanProcessor):
         attributes = span.attributes or {}
         system = attributes.get("db.system") or attributes.get("db.system.name")
         if span.kind is SpanKind.CLIENT and system:
-            operation = span.name.upper()
+            words = span.name.upper().split()
+            # asyncpg names a span after the statement's first word ("BEGIN;"); redis names a
+            # pipeline after all its commands ("XADD EXPIRE").
+            operation = "PIPELINE" if len(words) > 1 else (words[0].rstrip(";") if words else "")
             if not _OPERATION.fullmatch(operation):
                 operation = "other"
             DB_DURATION.labels(self.service, str(system), operation).observe(seconds)

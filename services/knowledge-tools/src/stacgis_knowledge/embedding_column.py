@@ -41,6 +41,9 @@ class EmbeddingTarget:
     model: str
     dimension: int
     migrate_command: str
+    # HNSW build parameters; they apply when the index is (re)built, not to an existing index.
+    hnsw_m: int = 32
+    hnsw_ef_construction: int = 128
 
     @property
     def qualified(self) -> str:
@@ -68,8 +71,14 @@ async def _add_column(connection: asyncpg.Connection, target: EmbeddingTarget) -
     await connection.execute(f"ALTER TABLE {target.qualified} ADD COLUMN embedding vector({target.dimension})")
     # Cosine distance: the embedding servers return unit vectors, and cosine is what the
     # near-duplicate threshold and the similarity figures in results are expressed in.
+    await _create_index(connection, target)
+
+
+async def _create_index(connection: asyncpg.Connection, target: EmbeddingTarget) -> None:
     await connection.execute(
         f"CREATE INDEX {target.index_name} ON {target.qualified} USING hnsw (embedding vector_cosine_ops)"
+        f" WITH (m = {int(target.hnsw_m)}, ef_construction = {int(target.hnsw_ef_construction)})",
+        timeout=3600,
     )
 
 
@@ -126,9 +135,7 @@ async def reembed(pool: asyncpg.Pool, target: EmbeddingTarget, embedder: Embedde
                 for row, vector in zip(rows, vectors, strict=True)
             ],
         )
-        await connection.execute(
-            f"CREATE INDEX {target.index_name} ON {target.qualified} USING hnsw (embedding vector_cosine_ops)"
-        )
+        await _create_index(connection, target)
         await _record(connection, target)
     await pool.expire_connections()
     return len(rows)

@@ -23,6 +23,8 @@ def embedding_target(settings: MemorySettings) -> EmbeddingTarget:
         key_columns=("id",),
         model=settings.embedding_model,
         dimension=settings.embedding_dimension,
+        hnsw_m=settings.hnsw_m,
+        hnsw_ef_construction=settings.hnsw_ef_construction,
         migrate_command="python -m stacgis_memory.migrate",
     )
 

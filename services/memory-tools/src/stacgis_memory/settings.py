@@ -36,4 +36,8 @@ class MemorySettings(ServiceSettings):
     duplicate_similarity: float = Field(default=0.9, gt=0.0, le=1.0)
     candidates_per_ranker: int = Field(default=50, ge=1, le=1000)
     rrf_k: int = Field(default=60, ge=1)
-    hnsw_ef_search: int = Field(default=40, ge=1, le=1000)
+    # HNSW index build parameters and search breadth, chosen with tests/bench/bench_vector_index.py
+    # (docs/benchmarks/pgvector.md). m and ef_construction apply when the index is built.
+    hnsw_m: int = Field(default=32, ge=2, le=100)
+    hnsw_ef_construction: int = Field(default=128, ge=4, le=1000)
+    hnsw_ef_search: int = Field(default=64, ge=1, le=1000)

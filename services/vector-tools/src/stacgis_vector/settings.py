@@ -32,7 +32,10 @@ class VectorSettings(ServiceSettings):
     # Candidates each ranker (name, full text, vector) hands to the fusion.
     candidates_per_ranker: int = Field(default=50, ge=1, le=1000)
     rrf_k: int = Field(default=60, ge=1)
-    # Chosen from tests/bench/bench_vector_index.py (docs/benchmarks/pgvector.md).
-    hnsw_ef_search: int = Field(default=40, ge=1, le=1000)
+    # HNSW index build parameters and search breadth, chosen with tests/bench/bench_vector_index.py
+    # (docs/benchmarks/pgvector.md). m and ef_construction apply when the index is built.
+    hnsw_m: int = Field(default=32, ge=2, le=100)
+    hnsw_ef_construction: int = Field(default=128, ge=4, le=1000)
+    hnsw_ef_search: int = Field(default=64, ge=1, le=1000)
     # Geometries with more vertices come back simplified (the tolerance is stated in the result).
     max_result_vertices: int = Field(default=500, ge=10, le=1_000_000)

@@ -15,7 +15,7 @@ def model_http_error(status: int, text: str, model: str, base_url: str) -> Model
         )
     if "does not support tools" in lowered or "tools are not supported" in lowered:
         return ModelError("tools_unsupported", f"model {model!r} does not support native tool calls: {text}")
-    if "context" in lowered and ("length" in lowered or "exceed" in lowered):
+    if "context" in lowered and any(word in lowered for word in ("length", "exceed", "window", "too long")):
         return ModelError("context_too_long", f"the conversation is too long for model {model!r}: {text}")
     if status in (502, 503, 504):
         return ModelError("model_unavailable", f"the model server at {base_url} is unavailable ({status}): {text}")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_types import Tool
-from opentelemetry import trace
+from opentelemetry import propagate, trace
 
 from .. import metrics
 from ..settings import OrchestratorSettings
@@ -129,7 +129,12 @@ class ToolPool:
 
     async def _list_server(self, server: ServerState) -> None:
         server.last_attempt = time.monotonic()
-        headers = self._service_headers()
+        with tracer.start_as_current_span("list_tools", attributes={"stacgis.tool.server": server.name}):
+            headers = dict(self._service_headers())
+            propagate.inject(headers)
+            await self._list_with(server, headers)
+
+    async def _list_with(self, server: ServerState, headers: dict[str, str]) -> None:
         try:
             async with asyncio.timeout(self.settings.tool_timeout_seconds):
                 tools = await server.client.list_tools(headers)

@@ -1,0 +1,192 @@
+"""One fault under steady load: browsers chatting through the ingress, a prober starting a chat every
+half second (some of which drop their connection on purpose and resume), readiness of every process
+sampled, the fault injected and then repaired, and everything recorded for the checks."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import httpx
+from chat_client import Conversation, chat_with_resume, new_client
+from loadgen import sample_gate
+from private_stack import PrivateStack
+
+PROBE_INTERVAL = 0.5
+# Every third probe drops its connection after this many events and resumes (the browser reconnects).
+DROP_AFTER_EVENTS = 2
+READINESS_INTERVAL = 0.25
+WINDOW_SECONDS = 3.0
+
+
+@dataclass
+class Fault:
+    name: str
+    inject: Callable[[PrivateStack], None]
+    repair: Callable[[PrivateStack], None]
+    # Processes whose /readyz must fail while the fault lasts (and pass again after the repair).
+    unready: list[str] = field(default_factory=list)
+    # What the probes ask (which tool server they exercise).
+    probe_tags: tuple[str, ...] = ("load",)
+    outage_seconds: float = 4.0
+    # How long after the repair the service may take to be back to full throughput.
+    recovery_bound_seconds: float = 30.0
+
+
+@dataclass
+class PhaseRecord:
+    fault: Fault
+    started: float = 0.0
+    injected: float = 0.0
+    repaired: float = 0.0
+    ended: float = 0.0
+    load: list[Conversation] = field(default_factory=list)
+    probes: list[Conversation] = field(default_factory=list)
+    readiness: dict[str, list[tuple[float, bool]]] = field(default_factory=dict)
+    gate_samples: list[tuple[float, int]] = field(default_factory=list)
+
+    @property
+    def conversations(self) -> list[Conversation]:
+        return self.load + self.probes
+
+    def readiness_during(self, name: str, start: float, end: float) -> list[bool]:
+        return [ok for at, ok in self.readiness.get(name, []) if start <= at <= end]
+
+    def first_ready_after(self, name: str, moment: float) -> float | None:
+        return next((at for at, ok in self.readiness.get(name, []) if at >= moment and ok), None)
+
+    def clean_again_at(self) -> float | None:
+        """When the probes became clean for good: the end of the first successful probe started after the
+        repair from which every later probe succeeded too."""
+        after = sorted((p for p in self.probes if p.started >= self.repaired), key=lambda p: p.started)
+        clean_from: Conversation | None = None
+        for probe in after:
+            clean_from = (clean_from or probe) if probe.succeeded else None
+        return clean_from.ended if clean_from else None
+
+    def throughput_back_at(self, baseline_per_s: float, fraction: float = 0.8) -> float | None:
+        """Start of the first window after the repair with at least `fraction` of the baseline completions."""
+        ends = sorted(c.ended for c in self.load if c.succeeded)
+        start = self.repaired
+        while start + WINDOW_SECONDS <= self.ended:
+            count = sum(1 for end in ends if start <= end < start + WINDOW_SECONDS)
+            if count >= fraction * baseline_per_s * WINDOW_SECONDS:
+                return start
+            start += 0.5
+        return None
+
+
+def readiness_targets(stack: PrivateStack) -> dict[str, str]:
+    targets = {proc.name: f"{proc.url}/readyz" for proc in stack.processes() if proc.name not in ("ingress",)}
+    targets["ingress"] = f"{stack.base_url}/api/v1/chat/capacity"
+    return targets
+
+
+async def sample_readiness(targets: dict[str, str], record: PhaseRecord, stop: asyncio.Event) -> None:
+    async with httpx.AsyncClient(timeout=1.0) as client:
+
+        async def check(url: str) -> bool:
+            try:
+                return (await client.get(url)).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        while not stop.is_set():
+            now = time.monotonic()
+            results = await asyncio.gather(*(check(url) for url in targets.values()))
+            for name, ok in zip(targets, results, strict=True):
+                record.readiness.setdefault(name, []).append((now, ok))
+            await asyncio.sleep(READINESS_INTERVAL)
+
+
+async def steady_user(base: str, index: int, record: PhaseRecord, stop: asyncio.Event, tags: list[str]) -> None:
+    async with new_client() as client:
+        for n in itertools.count():
+            if stop.is_set():
+                return
+            tag = tags[(index + n) % len(tags)]
+            conversation = await chat_with_resume(client, base, f"[{tag}] steady user {index} message {n}", timeout=60)
+            record.load.append(conversation)
+            if conversation.first.status == 503:
+                await asyncio.sleep(float(conversation.first.retry_after or 1))
+
+
+async def prober(base: str, record: PhaseRecord, stop: asyncio.Event, tags: tuple[str, ...]) -> None:
+    async with new_client() as client:
+        tasks: list[asyncio.Task[None]] = []
+
+        async def probe(n: int) -> None:
+            drop = DROP_AFTER_EVENTS if n % 3 == 2 else None
+            message = f"[{tags[n % len(tags)]}] probe {n}"
+            record.probes.append(await chat_with_resume(client, base, message, timeout=60, drop_after=drop))
+
+        for n in itertools.count():
+            if stop.is_set():
+                break
+            tasks.append(asyncio.create_task(probe(n)))
+            await asyncio.sleep(PROBE_INTERVAL)
+        await asyncio.gather(*tasks)
+
+
+async def run_phase(
+    stack: PrivateStack,
+    fault: Fault,
+    baseline_per_s: float,
+    users: int,
+    tags: list[str],
+    before_seconds: float = 3.0,
+) -> PhaseRecord:
+    record = PhaseRecord(fault, started=time.monotonic())
+    stop_load, stop_watch = asyncio.Event(), asyncio.Event()
+    watchers = [
+        asyncio.create_task(sample_readiness(readiness_targets(stack), record, stop_watch)),
+        asyncio.create_task(sample_gate(stack.infra.redis_url, "chat:active_slots", record.gate_samples, stop_watch)),
+    ]
+    workers = [asyncio.create_task(steady_user(stack.base_url, i, record, stop_load, tags)) for i in range(users)]
+    workers.append(asyncio.create_task(prober(stack.base_url, record, stop_load, fault.probe_tags)))
+    try:
+        await asyncio.sleep(before_seconds)
+        record.injected = time.monotonic()
+        await asyncio.to_thread(fault.inject, stack)
+        await asyncio.sleep(fault.outage_seconds)
+        record.repaired = time.monotonic()
+        await asyncio.to_thread(fault.repair, stack)
+        # Watch until the probes are clean and throughput is back, or the bound is over.
+        deadline = record.repaired + fault.recovery_bound_seconds
+        while time.monotonic() < deadline:
+            await asyncio.sleep(1.0)
+            record.ended = time.monotonic()
+            clean = record.clean_again_at()
+            back = record.throughput_back_at(baseline_per_s)
+            if clean is not None and back is not None and time.monotonic() - max(clean, back) > WINDOW_SECONDS:
+                break
+        stop_load.set()
+        await asyncio.wait_for(asyncio.gather(*workers), timeout=90)
+    finally:
+        stop_load.set()
+        stop_watch.set()
+        for task in workers:
+            task.cancel()
+        for task in watchers:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        record.ended = time.monotonic()
+    return record
+
+
+async def measure_baseline(stack: PrivateStack, users: int, tags: list[str], seconds: float = 10.0) -> float:
+    """Completed runs per second under the steady load with nothing broken."""
+    record = PhaseRecord(Fault("baseline", lambda _: None, lambda _: None), started=time.monotonic())
+    stop = asyncio.Event()
+    workers = [asyncio.create_task(steady_user(stack.base_url, i, record, stop, tags)) for i in range(users)]
+    await asyncio.sleep(2.0)  # let the pipelines fill
+    start = time.monotonic()
+    await asyncio.sleep(seconds)
+    end = time.monotonic()
+    stop.set()
+    await asyncio.wait_for(asyncio.gather(*workers), timeout=90)
+    return sum(1 for c in record.load if c.succeeded and start <= c.ended < end) / (end - start)
