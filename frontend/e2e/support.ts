@@ -11,7 +11,8 @@ export const APPROVAL_TOOL = process.env.E2E_APPROVAL_TOOL ?? "add_knowledge";
 export function approvalArguments(token: string): Record<string, unknown> {
   const given = process.env.E2E_APPROVAL_ARGS;
   if (given) return JSON.parse(given.replaceAll("{token}", token)) as Record<string, unknown>;
-  return { text: `Kneiff is the highest point of Luxembourg (560 m). ${token}`, source: "e2e" };
+  // knowledge-tools' add_knowledge: title, content, source.
+  return { title: `Kneiff ${token}`, content: "Kneiff is the highest point of Luxembourg (560 m).", source: "browser test" };
 }
 
 const SCREENSHOTS = join(dirname(fileURLToPath(import.meta.url)), "screenshots");

@@ -56,7 +56,6 @@ class PanelQuery:
     ref_id: str
     expr: str
     cluster_only: bool
-    instant: bool
 
     @property
     def id(self) -> str:
@@ -85,7 +84,6 @@ def queries(dashboard: dict[str, Any]) -> Iterator[PanelQuery]:
                 ref_id=str(target.get("refId")),
                 expr=str(target.get("expr")),
                 cluster_only=is_cluster_only(panel),
-                instant=bool(target.get("instant")),
             )
 
 

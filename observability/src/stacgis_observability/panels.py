@@ -73,8 +73,6 @@ def volume(expected_max: float) -> tuple[Step, ...]:
 class Query:
     expr: str
     legend: str = "__auto"
-    # Instant queries feed stat panels that show the current value only.
-    instant: bool = False
 
 
 @dataclass(frozen=True)
@@ -152,8 +150,15 @@ def _thresholds(steps: tuple[Step, ...]) -> dashboard_builders.ThresholdsConfig:
 
 
 def _target(query: Query, ref_id: str) -> prometheus.Dataquery:
-    target = prometheus.Dataquery().expr(query.expr).legend_format(query.legend).ref_id(ref_id).datasource(DATASOURCE)
-    return target.instant() if query.instant else target.range()
+    # Range queries everywhere: stat panels show the last value and draw the series behind it.
+    return (
+        prometheus.Dataquery()
+        .expr(query.expr)
+        .legend_format(query.legend)
+        .ref_id(ref_id)
+        .datasource(DATASOURCE)
+        .range()
+    )
 
 
 def _mappings(spec: PanelSpec) -> list[dashboard_models.ValueMapping]:

@@ -151,6 +151,65 @@ latency = Row(
     ),
 )
 
+endpoints = Row(
+    "Endpoints",
+    (
+        PanelSpec(
+            title="Requests per second by endpoint",
+            description=(
+                "Golden signals per endpoint, traffic: requests per service, method and route template "
+                "(http_server_requests_total; probes excluded). /mcp on the tool servers carries every tool call."
+            ),
+            unit="reqps",
+            queries=(
+                Query(
+                    f"sum by (service, method, route) ({rate('http_server_requests_total', NOT_PROBES)})",
+                    "{{service}} {{method}} {{route}}",
+                ),
+            ),
+            thresholds=volume(20),
+            width=8,
+        ),
+        PanelSpec(
+            title="Server error ratio by endpoint",
+            description=(
+                "Golden signals per endpoint, errors: share of 5xx answers other than 503 per service, method "
+                "and route (http_server_requests_total). Points at the one failing endpoint behind a service's ratio."
+            ),
+            unit="percentunit",
+            queries=(
+                Query(
+                    ratio_or_zero(
+                        rate("http_server_requests_total", NOT_PROBES, SERVER_ERRORS),
+                        rate("http_server_requests_total", NOT_PROBES),
+                        "service, method, route",
+                    ),
+                    "{{service}} {{method}} {{route}}",
+                ),
+            ),
+            thresholds=rising(0.01, 0.05),
+            min=0,
+            width=8,
+        ),
+        PanelSpec(
+            title="p95 time to response headers by endpoint",
+            description=(
+                "Golden signals per endpoint, latency: 95th percentile per service, method and route "
+                "(http_server_request_duration_seconds). Streaming endpoints count until the stream opens."
+            ),
+            unit="s",
+            queries=(
+                Query(
+                    quantile(0.95, "http_server_request_duration_seconds", "service, method, route", NOT_PROBES),
+                    "{{service}} {{method}} {{route}}",
+                ),
+            ),
+            thresholds=rising(0.5, 2),
+            width=8,
+        ),
+    ),
+)
+
 capacity = Row(
     "Capacity",
     (
@@ -207,5 +266,5 @@ DASHBOARD = DashboardSpec(
     title="stacgis / Overview",
     description="Traffic, errors, latency and capacity of stacgis: start here.",
     file_name="stacgis-overview.json",
-    rows=(traffic, errors, latency, capacity),
+    rows=(traffic, errors, latency, endpoints, capacity),
 )

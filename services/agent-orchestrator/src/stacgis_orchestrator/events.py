@@ -27,7 +27,19 @@ def event_name(event: events_pb2.AgentEvent) -> str:
 
 
 def to_json(event: events_pb2.AgentEvent) -> str:
-    return str(json_format.MessageToJson(event, indent=None, ensure_ascii=False))
+    """The proto3 JSON of an event. Struct numbers are doubles, so json_format writes a limit of 3
+    as 3.0; whole numbers are written as integers instead (the same JSON value, easier to read)."""
+    return json.dumps(whole_numbers(json_format.MessageToDict(event)), ensure_ascii=False)
+
+
+def whole_numbers(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    if isinstance(value, dict):
+        return {key: whole_numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [whole_numbers(item) for item in value]
+    return value
 
 
 def message_to_proto(message: Message) -> run_pb2.ChatMessage:

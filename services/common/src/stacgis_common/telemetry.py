@@ -20,7 +20,7 @@ from opentelemetry.trace import SpanKind
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, Histogram, generate_latest
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Match
+from starlette.routing import BaseRoute, Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .logs import configure_logging
@@ -160,11 +160,25 @@ def setup_telemetry(service: str, settings: ServiceSettings, trace_file: str | N
 def _route_template(scope: Scope) -> str:
     app = scope.get("app")
     router = getattr(app, "router", None)
-    for route in getattr(router, "routes", []):
-        match, _ = route.matches(scope)
-        if match == Match.FULL:
-            return str(getattr(route, "path", scope["path"]))
-    return "unmatched"
+    return _match_routes(getattr(router, "routes", []), scope, "") or "unmatched"
+
+
+def _match_routes(routes: Sequence[BaseRoute], scope: Scope, prefix: str) -> str | None:
+    """The template of the route that serves `scope`; looks inside mounts (the MCP app is mounted at "").
+    A route matching all but the method (answered 405) still names the request."""
+    method_mismatch = None
+    for route in routes:
+        match, child = route.matches(scope)
+        path = prefix + str(getattr(route, "path", ""))
+        if match == Match.PARTIAL and method_mismatch is None:
+            method_mismatch = path
+        if match != Match.FULL:
+            continue
+        if isinstance(route, Mount):
+            inner = _match_routes(route.routes, {**scope, **child}, path)
+            return inner or path or None
+        return path
+    return method_mismatch
 
 
 class MetricsMiddleware:

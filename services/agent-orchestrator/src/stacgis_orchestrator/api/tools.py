@@ -10,7 +10,7 @@ from google.protobuf import json_format
 from stacgis_common.auth import Identity
 from stacgis_proto.v1 import tools_pb2
 
-from ..events import struct
+from ..events import struct, whole_numbers
 from ..services import Services
 from .errors import InvalidField
 
@@ -39,7 +39,7 @@ def build_router(identity: Any) -> APIRouter:
             )
         for status in services.pool.status():
             response.servers.append(tools_pb2.ToolServerStatus(**status))
-        result: dict[str, Any] = json_format.MessageToDict(response)
+        result: dict[str, Any] = whole_numbers(json_format.MessageToDict(response))
         return result
 
     @router.get("/tools/select", response_description="stacgis.v1.SelectToolsResponse (proto3 JSON)")
@@ -75,7 +75,7 @@ def build_router(identity: Any) -> APIRouter:
             )
         for tool in always:
             response.tools.append(tools_pb2.ScoredTool(name=tool.name, server=tool.server, always_included=True))
-        result: dict[str, Any] = json_format.MessageToDict(response)
+        result: dict[str, Any] = whole_numbers(json_format.MessageToDict(response))
         return result
 
     return router
