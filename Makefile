@@ -36,13 +36,16 @@ test: setup ## run every test suite
 	@bash scripts/test.sh
 
 lint: setup ## ruff and mypy (strict) over the Python code, tsc over the frontend
-	@$(VENV)/bin/ruff check services dev scripts tests
-	@$(VENV)/bin/ruff format --check services dev scripts tests
+	@$(VENV)/bin/ruff check services dev scripts tests observability
+	@$(VENV)/bin/ruff format --check services dev scripts tests observability
 	@bash scripts/mypy.sh
 
 fmt: setup ## format the Python code
-	@$(VENV)/bin/ruff format services dev scripts tests
-	@$(VENV)/bin/ruff check --fix services dev scripts tests
+	@$(VENV)/bin/ruff format services dev scripts tests observability
+	@$(VENV)/bin/ruff check --fix services dev scripts tests observability
 
 bench: setup ## run the benchmarks and print their figures
 	@bash scripts/bench.sh
+
+dashboards: setup ## regenerate the chart's Grafana dashboards and alert rules
+	@$(PY) -m stacgis_observability

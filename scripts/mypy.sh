@@ -3,7 +3,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 status=0
-for src in services/*/src dev/*/src; do
+for src in services/*/src dev/*/src observability/src; do
   [ -d "$src" ] || continue
   .venv/bin/mypy --config-file mypy.ini "$src" || status=1
 done

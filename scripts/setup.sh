@@ -29,7 +29,8 @@ else
 fi
 
 PACKAGES=(services/common proto/python dev/model-server services/raster-tools services/vector-tools
-          services/knowledge-tools services/memory-tools services/agent-orchestrator services/chat-gateway)
+          services/knowledge-tools services/memory-tools services/agent-orchestrator services/chat-gateway
+          observability)
 present=()
 for package in "${PACKAGES[@]}"; do [ -f "$package/pyproject.toml" ] && present+=("$package"); done
 

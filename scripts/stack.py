@@ -517,6 +517,18 @@ def print_banner(env: dict[str, str] | None, missing: list[Service]) -> None:
     print(flush=True)
 
 
+def check_ports_free(services: list[Service]) -> None:
+    """Refuse to start next to something already serving on the stack's ports."""
+    taken = [f"{s.name} :{s.port}" for s in services if infra.port_open(s.port)]
+    if infra.port_open(INGRESS_PORT):
+        taken.append(f"ingress :{INGRESS_PORT}")
+    if taken:
+        raise SystemExit(
+            f"[stack] already in use: {', '.join(taken)}; stop what listens there (`make down` if it is a "
+            "stack whose process manager was lost; `ss -ltnp` names the process)"
+        )
+
+
 def up() -> None:
     RUN.mkdir(parents=True, exist_ok=True)
     present, missing = discover()
@@ -528,6 +540,7 @@ def up() -> None:
     for service in missing:
         say(f"warning: {service.name} is not installed ({service.package}.__main__ not found): it will not run")
     nginx_binary()
+    check_ports_free(present)
     if not (VENV_BIN / "honcho").exists():
         raise SystemExit("[stack] honcho is missing from .venv: run `make setup`")
     started = {"postgres": infra.postgres_up(), "redis": infra.redis_up(), "model-server": infra.model_server_up()}
@@ -574,8 +587,12 @@ def down() -> None:
             os.killpg(pid, signal.SIGKILL)
         say("services stopped")
     HONCHO_PID.unlink(missing_ok=True)
-    # Anything left behind (the process manager killed hard): stop it by the pid its supervisor wrote.
+    # Anything left behind (the process manager killed hard): stop it by the pids its supervisor wrote,
+    # the supervisor first so that it does not restart the service.
     for name in [*BY_NAME, "ingress"]:
+        supervisor = read_state(name).get("supervisor")
+        if isinstance(supervisor, int) and pid_alive(supervisor) and f"run {name}" in command_line(supervisor):
+            stop_pid(supervisor, f"{name}'s supervisor", grace=20.0)
         leftover = read_pid(RUN / f"{name}.pid")
         expected = "nginx" if name == "ingress" else BY_NAME[name].package
         if leftover is not None and pid_alive(leftover) and expected in command_line(leftover):

@@ -1,7 +1,7 @@
 """A Server-Sent Events reader over httpx that records when each event arrived.
 
 Parsing follows the HTML living standard's event-stream rules (fields `event`, `data`, `id`,
-comment lines starting with ':'), applied to raw bytes as they come off the socket, so arrival
+comment lines starting with ':'), applied to the (decoded) bytes as they come off the socket, so arrival
 times show whether a proxy passed events on at once or held them back.
 """
 
@@ -75,7 +75,7 @@ async def iter_sse(response: httpx.Response) -> AsyncIterator[SSEEvent]:
     buffer = b""
     event, last_id, comment = "", None, None
     data: list[str] = []
-    async for chunk in response.aiter_raw():
+    async for chunk in response.aiter_bytes():
         arrived = time.monotonic()
         buffer += chunk
         while True:
@@ -139,13 +139,13 @@ class RunStream:
 
     @property
     def final(self) -> SSEEvent:
-        assert self.events and self.events[-1].event in TERMINAL, f"the stream did not end: {self.names}"
+        assert self.events and self.events[-1].event in TERMINAL, f"the stream did not end:\n{self.describe()}"
         return self.events[-1]
 
     def done(self) -> dict[str, Any]:
         """The Done payload; fails when the run ended otherwise."""
         final = self.final
-        assert final.event == "done", f"the run ended with {final.event}: {final.data[:500]}"
+        assert final.event == "done", f"the run ended with {final.event}: {final.data[:500]}\n{self.describe()}"
         return final.payload()
 
     def tools(self, name: str) -> list[dict[str, Any]]:

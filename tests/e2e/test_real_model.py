@@ -65,4 +65,5 @@ async def test_a_run_with_the_real_small_model_streams_well_formed_events_ending
     requests = await scripted.requests(tag)
     assert requests, "the model server recorded no request of this run"
     assert {r["model"] for r in requests} == {REAL_MODEL}
-    assert all(r["backend"] != "scripted" and r["outcome"] == "completed" for r in requests), requests
+    outcomes = [(r["backend"], r["outcome"], r["duration_ms"]) for r in requests]
+    assert all(b != "scripted" and o == "completed" for b, o, _ in outcomes), f"{outcomes}\n{run.describe()}"

@@ -9,7 +9,7 @@ import statistics
 
 import pytest
 
-from .client import GATEWAY_DIRECT, INGRESS, ChatUser, ScriptedModel, chat_users
+from .client import GATEWAY_DIRECT, INGRESS, ScriptedModel, chat_users
 from .conftest import require
 from .sse import RunStream
 
@@ -64,9 +64,14 @@ async def test_deltas_arrive_one_by_one_through_the_ingress_as_they_do_direct(
     assert sum(proxy_gaps) > 0.6 * sum(direct_gaps)
 
 
+def ping_times(run: RunStream) -> list[float]:
+    started = run.events[0].at
+    return [comment.at - started for comment in run.comments if comment.comment == "ping"]
+
+
 @pytest.mark.asyncio
-async def test_a_heartbeat_reaches_the_browser_while_the_model_is_quiet(
-    user: ChatUser, scripted: ScriptedModel, tag: str
+async def test_heartbeats_reach_the_browser_through_the_ingress_while_the_model_is_quiet(
+    scripted: ScriptedModel, tag: str
 ) -> None:
     await require()
     await scripted.add(
@@ -79,13 +84,23 @@ async def test_a_heartbeat_reaches_the_browser_while_the_model_is_quiet(
         }
     )
 
-    run = await user.chat(f"[{tag}-quiet] take your time", timeout=QUIET_SECONDS + 30)
+    async with chat_users(1, INGRESS) as (proxied,), chat_users(1, GATEWAY_DIRECT) as (direct,):
+        via_proxy, via_gateway = await asyncio.gather(
+            proxied.chat(f"[{tag}-quiet] take your time", timeout=QUIET_SECONDS + 30),
+            direct.chat(f"[{tag}-quiet] take your time", timeout=QUIET_SECONDS + 30),
+        )
 
-    run.done()
-    started = run.events[0].at
-    content_at = run.of("content")[0].at
-    pings = [comment.at - started for comment in run.comments if comment.comment == "ping"]
-    print(f"\nheartbeats through nginx at {[round(p, 1) for p in pings]} s; answer at {content_at - started:.1f} s")
-    assert pings, "no `: ping` heartbeat reached the browser through the ingress during a quiet run"
+    proxy_pings, direct_pings = ping_times(via_proxy), ping_times(via_gateway)
+    answer_at = via_proxy.of("content")[0].at - via_proxy.events[0].at
+    print(
+        f"\n`: ping` heartbeats during a {QUIET_SECONDS:.0f} s silence (answer at {answer_at:.1f} s):"
+        f"\n  through nginx : {[round(p, 1) for p in proxy_pings]} s"
+        f"\n  direct        : {[round(p, 1) for p in direct_pings]} s"
+    )
+    for run in (via_proxy, via_gateway):
+        assert run.done()["content"] == "finally"
+    assert direct_pings, "the gateway itself sent no heartbeat during a quiet run"
+    assert proxy_pings, "no heartbeat reached the browser through the ingress during a quiet run"
     # Passed on when written, not held until the answer came.
-    assert pings[0] < content_at - started - 1.0
+    assert proxy_pings[0] < answer_at - 1.0
+    assert abs(proxy_pings[0] - direct_pings[0]) < 1.0

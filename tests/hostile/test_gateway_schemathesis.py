@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis.errors import Unsatisfiable
 from private_stack import PrivateStack
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
@@ -56,14 +57,16 @@ def run_operation(operation: Any, base_url: str, mode: GenerationMode, examples:
             return
         try:
             case.validate_response(response, checks=CHECKS, headers=USER)
-        except Exception as error:  # schemathesis' FailureGroup: keep the readable report
+        except (Exception, BaseExceptionGroup) as error:  # schemathesis' FailureGroup: keep its report
             failure.append(str(error)[:3000])
             raise
 
     try:
         check()
-    except Exception:
-        return failure[0] if failure else "hypothesis reported an error"
+    except Unsatisfiable:
+        return None  # nothing invalid can be generated (e.g. no parameters at all in negative mode)
+    except (Exception, BaseExceptionGroup) as error:
+        return failure[0] if failure else f"{type(error).__name__}: {str(error)[:2000]}"
     return failure[0] if failure else None
 
 

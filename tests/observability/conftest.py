@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import httpx
@@ -12,6 +13,7 @@ from stacgis_common.testing import free_port
 from .live import MODEL_SERVER, ROOT, Prometheus, ScriptedModel, not_ready
 from .traffic import TrafficReport, run_traffic
 
+READY_WAIT_SECONDS = 60
 START_HINT = (
     "start it with `ORCHESTRATOR_LLM_MODEL=scripted .venv/bin/python scripts/stack.py up` (what `make test` does)"
 )
@@ -19,7 +21,12 @@ START_HINT = (
 
 @pytest.fixture(scope="session")
 def stack() -> None:
+    # A service the stack's supervisor is restarting gets a minute to come back.
+    deadline = time.monotonic() + READY_WAIT_SECONDS
     down = not_ready()
+    while down and time.monotonic() < deadline:
+        time.sleep(1)
+        down = not_ready()
     if down:
         pytest.fail(f"the local product is not running ({', '.join(down)} not ready): {START_HINT}", pytrace=False)
     try:

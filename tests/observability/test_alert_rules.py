@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
+
 from stacgis_observability.inspect import alert_rules
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
+
 from stacgis_observability.dashboards import DASHBOARDS
 from stacgis_observability.generate import problems
 from stacgis_observability.inspect import (

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from stacgis_observability.inspect import (
     CLUSTER_METRIC_PREFIXES,
     PanelQuery,

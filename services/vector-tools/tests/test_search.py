@@ -54,6 +54,18 @@ async def test_place_names_find_the_place_first(
 
 
 @pytest.mark.asyncio
+async def test_same_name_country_and_city_come_largest_first(vector_server: RunningService) -> None:
+    # Singapore is a country (5.7 million) and a city (3.5 million): both exact, the larger first,
+    # as "Luxembourg" (country 620 000, city 77 000) resolves to the country for zonal statistics.
+    error, result = await call(vector_server.url, "search_vector_features", {"query": "Singapore", "limit": 3})
+    assert not error, result
+    assert [hit["ref"] for hit in result["results"][:2]] == [
+        {"dataset": "countries", "id": "SGP"},
+        {"dataset": "cities", "id": "1880252"},
+    ]
+
+
+@pytest.mark.asyncio
 @pytest.mark.parametrize(
     ("query", "expected"),
     [

@@ -20,8 +20,9 @@ from stacgis_vector import store
 from stacgis_vector.errors import ArgumentError
 from stacgis_vector.geometry import bounds_list, parse_bbox, simplify_for_result
 from stacgis_vector.names import normalize_name
-from stacgis_vector.ranking import reciprocal_rank_fusion
+from stacgis_vector.ranking import Fused, reciprocal_rank_fusion
 from stacgis_vector.settings import VectorSettings
+from stacgis_vector.store import FeatureKey
 
 MAX_FEATURE_ID_CHARS = 100
 MAX_SIMPLIFY_DEGREES = 10.0
@@ -109,11 +110,23 @@ class VectorService:
         )
         similarity = dict(by_vector)
         fused = reciprocal_rank_fusion(
-            {"name": by_name, "full_text": by_text, "semantic": [key for key, _ in by_vector]}, self.settings.rrf_k
+            {"name": [key for key, _ in by_name], "full_text": by_text, "semantic": [key for key, _ in by_vector]},
+            self.settings.rrf_k,
         )
         rows = await store.summaries(self.pool, [entry.key for entry in fused])
-        # Equal fused scores (e.g. two places called Paris) go to the larger population.
-        fused.sort(key=lambda entry: (-entry.score, -(rows[entry.key]["population"] or 0)))
+        # Places whose name is exactly the query come first, the most populous first ("Luxembourg":
+        # the country, then the city; "Paris": France's, then Texas'); the rest follow by fused
+        # score, equal scores going to the larger population. Alternate names are not promoted:
+        # GeoNames lists many loose ones (North Canton, Ohio is also "Berlin").
+        exact = {key for key, tier in by_name if tier == store.NAME_TIER}
+
+        def order(entry: Fused[FeatureKey]) -> tuple[int, int, float, int]:
+            population = rows[entry.key]["population"] or 0
+            if entry.key in exact:
+                return (0, -population, -entry.score, 0)
+            return (1, 0, -entry.score, -population)
+
+        fused.sort(key=order)
         results = []
         for entry in fused[:count]:
             hit = feature_summary(rows[entry.key])

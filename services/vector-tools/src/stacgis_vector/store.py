@@ -63,19 +63,27 @@ async def dataset_ids(pool: asyncpg.Pool) -> list[str]:
     return [row["id"] for row in await pool.fetch(f"SELECT id FROM {SCHEMA}.datasets ORDER BY id")]
 
 
-async def rank_by_name(pool: asyncpg.Pool, normalized: str, filters: Filters, limit: int) -> list[FeatureKey]:
-    """Exact name, then exact alternate name, then name prefix; population breaks ties."""
+NAME_TIER = 0
+ALTERNATE_NAME_TIER = 1
+PREFIX_TIER = 2
+
+
+async def rank_by_name(
+    pool: asyncpg.Pool, normalized: str, filters: Filters, limit: int
+) -> list[tuple[FeatureKey, int]]:
+    """Exact name, then exact alternate name, then name prefix (the tier); population breaks ties."""
     params: list[Any] = [normalized, like_prefix(normalized), limit]
     where = _where(filters, params)
     rows = await pool.fetch(
-        f"SELECT dataset, id FROM {SCHEMA}.features"
+        f"SELECT dataset, id, CASE WHEN name_normalized = $1 THEN {NAME_TIER}"
+        f" WHEN alternate_names @> ARRAY[$1] THEN {ALTERNATE_NAME_TIER} ELSE {PREFIX_TIER} END AS tier"
+        f" FROM {SCHEMA}.features"
         f" WHERE (name_normalized = $1 OR alternate_names @> ARRAY[$1] OR name_normalized LIKE $2)"
         f" AND {where}"
-        f" ORDER BY CASE WHEN name_normalized = $1 THEN 0 WHEN alternate_names @> ARRAY[$1] THEN 1 ELSE 2 END,"
-        f" population DESC NULLS LAST, length(name), name, dataset, id LIMIT $3",
+        f" ORDER BY tier, population DESC NULLS LAST, length(name), name, dataset, id LIMIT $3",
         *params,
     )
-    return [(row["dataset"], row["id"]) for row in rows]
+    return [((row["dataset"], row["id"]), int(row["tier"])) for row in rows]
 
 
 async def rank_by_text(pool: asyncpg.Pool, query: str, filters: Filters, limit: int) -> list[FeatureKey]:
@@ -194,7 +202,7 @@ FEATURE_COLUMNS = [
 async def replace_dataset(pool: asyncpg.Pool, dataset: dict[str, Any], rows: list[tuple[Any, ...]]) -> None:
     """Swap a dataset's features for `rows` in one transaction: readers see the old or the new set."""
     async with pool.acquire() as connection, connection.transaction():
-        await connection.execute(f"DELETE FROM {SCHEMA}.features WHERE dataset = $1", dataset["id"])
+        await connection.execute(f"DELETE FROM {SCHEMA}.features WHERE dataset = $1", dataset["id"], timeout=600)
         await connection.execute(
             f"INSERT INTO {SCHEMA}.datasets (id, title, description, geometry_type, feature_count, extent,"
             " license, attribution, sources, summary_properties, source_checksum, loaded_at)"
@@ -216,4 +224,7 @@ async def replace_dataset(pool: asyncpg.Pool, dataset: dict[str, Any], rows: lis
             dataset["summary_properties"],
             dataset["source_checksum"],
         )
-        await connection.copy_records_to_table("features", schema_name=SCHEMA, columns=FEATURE_COLUMNS, records=rows)
+        # Every row also goes into the HNSW index: tens of thousands take minutes, not the pool's 60 s.
+        await connection.copy_records_to_table(
+            "features", schema_name=SCHEMA, columns=FEATURE_COLUMNS, records=rows, timeout=3600
+        )
