@@ -75,9 +75,9 @@ async def scratch_database() -> AsyncIterator[str]:
 
 async def embed_cached(client: EmbeddingsClient, texts: list[str], cache: Path) -> np.ndarray:
     if cache.exists():
-        vectors = np.load(cache)
-        if vectors.shape == (len(texts), client.dimension):
-            return vectors
+        cached: np.ndarray = np.load(cache)
+        if cached.shape == (len(texts), client.dimension):
+            return cached
     started = time.monotonic()
     out: list[list[float]] = []
     for start in range(0, len(texts), 1024):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from typing import Any
 
 import httpx
@@ -166,3 +169,31 @@ async def test_restarted_server_keeps_memories(memory_env: dict[str, str]) -> No
         async with mcp_client(second.url + "/mcp", token_for(user)) as session:
             result = await session.call_tool("search_memories", {"query": "vegetation index in parks"})
     assert result.structured_content["results"][0]["id"] == added["memory"]["id"]
+
+
+def test_other_embedding_dimension_is_refused_with_the_fix(
+    memory_server: RunningService, memory_env: dict[str, str]
+) -> None:
+    # The stored vectors are 384-dimensional (all-minilm): a 768-dimension configuration must not
+    # start comparing them, and the message names the command that re-embeds.
+    env = {**os.environ, **memory_env, "MEMORY_EMBEDDING_DIMENSION": "768"}
+    result = subprocess.run(
+        [sys.executable, "-m", "stacgis_memory.migrate"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "vector(384)" in result.stderr and "--reembed" in result.stderr
+    # Rebuilding for the configured model keeps every memory and its search.
+    again = subprocess.run(
+        [sys.executable, "-m", "stacgis_memory.migrate", "--reembed"],
+        env={**os.environ, **memory_env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert again.returncode == 0 and "re-embedded" in again.stdout, again.stderr

@@ -82,8 +82,9 @@ async def search_vector_features(
 ) -> CallToolResult:
     """Find places by name or meaning: exact and prefix name matches (including alternate names in many
     languages), full-text and semantic similarity, fused by reciprocal rank. Places named exactly as the
-    query come first, largest population first; equal scores go to the larger population. Each result has a `ref` ({dataset, id}), coordinates for points or bbox and label point for
-    areas, and a few properties. Geometries are not included: use get_vector_feature or pass the ref on."""
+    query come first, largest population first; equal scores go to the larger population. Each result has a
+    `ref` ({dataset, id}), coordinates for points or bbox and label point for areas, and a few properties.
+    Geometries are not included: use get_vector_feature or pass the ref on."""
     with observe("search_vector_features"):
         return compact(await runtime.get().search(query, dataset, bbox, limit))
 

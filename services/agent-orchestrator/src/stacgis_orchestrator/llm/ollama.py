@@ -127,13 +127,14 @@ class OllamaProvider:
         content: list[str] = []
         thinking: list[str] = []
         calls: list[ToolCall] = []
+        final: ModelTurn | None = None
         try:
             async with self._client.stream("POST", "/api/chat", json=body) as response:
                 if response.status_code >= 400:
                     await response.aread()
                     raise model_http_error(response.status_code, _error_text(response), model, self.base_url)
                 async for line in response.aiter_lines():
-                    if not line.strip():
+                    if not line.strip() or final is not None:
                         continue
                     try:
                         chunk = json.loads(line)
@@ -152,8 +153,9 @@ class OllamaProvider:
                         yield TextDelta(message["content"])
                     for raw in message.get("tool_calls") or []:
                         calls.append(parse_tool_call(raw))
-                    if chunk.get("done"):
-                        yield ModelTurn(
+                    if chunk.get("done") and final is None:
+                        # Keep reading to the end of the response so the connection goes back to the pool.
+                        final = ModelTurn(
                             content="".join(content),
                             thinking="".join(thinking),
                             tool_calls=calls,
@@ -161,10 +163,11 @@ class OllamaProvider:
                             output_tokens=chunk.get("eval_count"),
                             finish_reason=str(chunk.get("done_reason") or "stop"),
                         )
-                        return
         except httpx.HTTPError as error:
             raise transport_error(error, self.base_url, self.timeout_seconds) from None
-        raise ModelError("model_error", "the model server closed the stream before it was done")
+        if final is None:
+            raise ModelError("model_error", "the model server closed the stream before it was done")
+        yield final
 
     async def ready(self) -> None:
         response = await self._client.get("/api/version", timeout=3.0)

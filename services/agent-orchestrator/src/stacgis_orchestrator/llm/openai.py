@@ -124,12 +124,15 @@ class OpenAIProvider:
                 if response.status_code >= 400:
                     await response.aread()
                     raise model_http_error(response.status_code, _error_text(response), model, self.base_url)
+                finished = False
+                # Read to the end of the response (not just [DONE]) so the connection is reused.
                 async for line in response.aiter_lines():
-                    if not line.startswith("data:"):
+                    if finished or not line.startswith("data:"):
                         continue
                     data = line[5:].strip()
                     if data == "[DONE]":
-                        break
+                        finished = True
+                        continue
                     try:
                         chunk = json.loads(data)
                     except ValueError:
