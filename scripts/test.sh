@@ -35,7 +35,7 @@ fi
 if [ -d tests/e2e ] || [ -d frontend/e2e ]; then
   $PY scripts/stack.py down >/dev/null 2>&1
   if ORCHESTRATOR_LLM_MODEL=scripted $PY scripts/stack.py up; then
-    [ -d tests/e2e ] && run "tests/e2e" "${PYTEST[@]}" -q tests/e2e
+    [ -d tests/e2e ] && run "tests/e2e" "${PYTEST[@]}" -q -s tests/e2e
     [ -d tests/observability ] && run "tests/observability" "${PYTEST[@]}" -q tests/observability
     [ -d frontend/e2e ] && run "frontend e2e (browser)" bash -c "cd frontend && npx playwright test"
   else

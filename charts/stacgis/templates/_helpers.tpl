@@ -350,6 +350,9 @@ values first, then the service's `config` map on top. Args: (list $ key)
 {{- $_ := set $d "AUTH_MODE" $svc.auth.mode -}}
 {{- $_ := set $d "MAX_CONCURRENT_RUNS" $svc.maxConcurrentRuns -}}
 {{- $_ := set $d "SESSION_TTL_SECONDS" $svc.sessionTtlSeconds -}}
+{{- /* What the UI shows as "answered by". */ -}}
+{{- $_ := set $d "MODEL_LABEL" $root.Values.llm.model -}}
+{{- $_ := set $d "PROVIDER_LABEL" $root.Values.llm.provider -}}
 {{- if $svc.auth.jwksUrl }}{{ $_ := set $d "JWKS_URL" $svc.auth.jwksUrl }}{{ end -}}
 {{- if $svc.auth.jwtIssuer }}{{ $_ := set $d "JWT_ISSUER" $svc.auth.jwtIssuer }}{{ end -}}
 {{- if $svc.auth.jwtAudience }}{{ $_ := set $d "JWT_AUDIENCE" $svc.auth.jwtAudience }}{{ end -}}

@@ -62,7 +62,9 @@ class Embedder:
 
     def _encode(self, texts: list[str]) -> tuple[list[list[float]], int]:
         model = self.load()
-        vectors = model.encode(texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True)
+        vectors = model.encode(
+            texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
         tokens = sum(len(ids) for ids in model.tokenizer(texts)["input_ids"]) if texts else 0
         return vectors.tolist(), tokens
 

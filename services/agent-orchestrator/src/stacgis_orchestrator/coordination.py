@@ -150,7 +150,12 @@ class Coordinator:
         return True
 
     async def cancel_requested(self, run_id: str) -> bool:
-        return await self.redis.hget(run_key(run_id), "cancel") == "1"
+        """Read the cancel flag; also keeps the record of a long run alive (checked every step)."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hget(run_key(run_id), "cancel")
+            pipe.expire(run_key(run_id), RUN_TTL_SECONDS)
+            flag, _ = await pipe.execute()
+        return bool(flag == "1")
 
     async def finish_run(self, run_id: str) -> None:
         self._cancel_handlers.pop(run_id, None)

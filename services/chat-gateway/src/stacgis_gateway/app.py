@@ -34,6 +34,7 @@ from .runs import RunManager
 from .runstore import RunStore
 from .sessions import SessionService
 from .store import HistoryStore
+from .streaming import MAX_BLOCK_SECONDS
 
 SERVICE = "chat-gateway"
 API_PREFIX = "/api/v1"
@@ -57,9 +58,15 @@ async def _open_store(settings: GatewaySettings) -> HistoryStore:
 
 async def build_gateway(settings: GatewaySettings) -> Gateway:
     keys = RedisKeys(settings.redis_key_prefix)
-    # RESP2 (the shape runstore parses); no socket timeout, since XREAD BLOCK waits by design.
+    # RESP2 (the shape runstore parses). The socket timeout must outlast the longest XREAD BLOCK
+    # (redis-py's default of 5 s equals it, so an idle stream would be cut), yet still end a dead socket.
     client: Redis = Redis.from_url(
-        settings.redis_url, decode_responses=True, protocol=2, socket_connect_timeout=5, health_check_interval=30
+        settings.redis_url,
+        decode_responses=True,
+        protocol=2,
+        socket_connect_timeout=5,
+        socket_timeout=MAX_BLOCK_SECONDS + 10,
+        health_check_interval=30,
     )
     store = await _open_store(settings)
     session_service = SessionService(

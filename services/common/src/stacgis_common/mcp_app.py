@@ -4,6 +4,7 @@ with /healthz, /readyz and /metrics beside /mcp."""
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
@@ -12,6 +13,7 @@ import uvicorn
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import CallToolResult, TextContent
 from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -36,6 +38,13 @@ def create_mcp_server(name: str, settings: ServiceSettings, instructions: str | 
             resource_server_url=None,
         ),
     )
+
+
+def compact_result(result: dict[str, Any]) -> CallToolResult:
+    """Structured content plus the same JSON without indentation as text: what reaches the model's
+    context (coordinates pretty-printed one number per line would triple it)."""
+    text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=result)
 
 
 def transport_security(settings: ServiceSettings) -> TransportSecuritySettings:

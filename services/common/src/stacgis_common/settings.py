@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import sys
+import re
 from typing import TypeVar
 
-from pydantic import SecretStr, ValidationError
+from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsError as SourceError
 
 # Only for local development: the chart always supplies a generated secret.
 DEV_TOKEN_SECRET = "stacgis-dev-only-internal-token-secret-change-me"
@@ -28,6 +29,31 @@ class ServiceSettings(BaseSettings):
     trace_file: str | None = None
     # Host headers accepted by MCP endpoints (DNS-rebinding protection); ["*"] accepts any.
     allowed_hosts: list[str] = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+
+
+class PgvectorSettings(ServiceSettings):
+    """Fields of the services that keep embedded text in Postgres + pgvector (vector-, knowledge-,
+    memory-tools) and search it hybrid (vector and full text fused by reciprocal rank)."""
+
+    database_url: str = "postgresql://stacgis:stacgis@127.0.0.1:55432/stacgis"
+    db_pool_size: int = Field(default=10, ge=1, le=100)
+
+    embedding_provider: Literal["ollama", "openai"] = "ollama"
+    embedding_base_url: str = "http://127.0.0.1:11434"
+    embedding_model: str = "all-minilm"
+    # pgvector's HNSW indexes vectors of at most 2000 dimensions.
+    embedding_dimension: int = Field(default=384, ge=1, le=2000)
+    embedding_api_key: SecretStr | None = None
+    embedding_batch_size: int = Field(default=64, ge=1, le=2048)
+
+    # Candidates each ranker (name, full text, vector) hands to the fusion.
+    candidates_per_ranker: int = Field(default=50, ge=1, le=1000)
+    rrf_k: int = Field(default=60, ge=1)
+    # HNSW index build parameters and search breadth, chosen with tests/bench/bench_vector_index.py
+    # (docs/benchmarks/pgvector.md). m and ef_construction apply when the index is built.
+    hnsw_m: int = Field(default=32, ge=2, le=100)
+    hnsw_ef_construction: int = Field(default=128, ge=4, le=1000)
+    hnsw_ef_search: int = Field(default=64, ge=1, le=1000)
 
 
 S = TypeVar("S", bound=BaseSettings)
@@ -54,5 +80,11 @@ def load_settings(cls: type[S]) -> S:
         return cls()
     except ValidationError as error:
         message = describe_validation_error(cls, error)
-        print(message, file=sys.stderr)
-        raise SettingsError(message) from None
+    except SourceError as error:
+        # pydantic-settings raises this for a value that is not valid JSON where a list or mapping is expected.
+        field = re.search(r'field "([^"]+)"', str(error))
+        prefix = str(cls.model_config.get("env_prefix", ""))
+        variable = f"{prefix}{field.group(1)}".upper() if field else "(unknown)"
+        message = f"invalid setting {variable}: not valid JSON"
+    # SystemExit prints its message once, on the way out.
+    raise SettingsError(message) from None

@@ -2,12 +2,15 @@
 
 Postgres and Redis come from testcontainers when a Docker engine answers, else from the local
 servers started by `make infra-up`. Each test session gets its own fresh database and Redis db.
+The tool servers that embed text get a real embedding server: the local model server
+(all-MiniLM-L6-v2 behind Ollama's /api/embed), started once per session on a free port.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import socket
 import subprocess
@@ -15,7 +18,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +31,8 @@ from .settings import DEV_TOKEN_SECRET
 LOCAL_PG_ADMIN_DSN = os.environ.get("STACGIS_TEST_PG_DSN", "postgresql://stacgis:stacgis@127.0.0.1:55432/stacgis")
 LOCAL_REDIS = os.environ.get("STACGIS_TEST_REDIS_URL", "redis://127.0.0.1:56379")
 REPO_ROOT = Path(__file__).resolve().parents[4]
+# Set to the URL of an already running model server (e.g. the one `make up` starts) to reuse it.
+EMBEDDING_URL_ENV = "STACGIS_TEST_EMBEDDING_URL"
 
 
 def free_port() -> int:
@@ -115,6 +120,16 @@ async def mcp_client(url: str, token: str | None) -> AsyncIterator[Any]:
         yield session
 
 
+async def call_tool(url: str, tool: str, arguments: dict[str, Any], user: str = "tester") -> tuple[bool, Any]:
+    """(is_error, parsed JSON result or error text) of one tool call over MCP to the server at `url`,
+    as `user`. The result is read from the text content, which is what reaches the model."""
+    async with mcp_client(url + "/mcp", token_for(user)) as session:
+        result = await session.call_tool(tool, arguments)
+    if result.is_error:
+        return True, result.content[0].text
+    return False, json.loads(result.content[0].text)
+
+
 def _docker_available() -> bool:
     if os.environ.get("STACGIS_TEST_NO_DOCKER"):
         return False
@@ -189,3 +204,37 @@ def redis_url() -> Iterator[str]:
             handle.close()
         return
     pytest.fail("all 15 test Redis databases are in use")
+
+
+@pytest.fixture(scope="session")
+def embedding_server() -> Iterator[str]:
+    """Base URL of a model server answering /api/embed with model `all-minilm` (384 dimensions)."""
+    reuse = os.environ.get(EMBEDDING_URL_ENV)
+    if reuse:
+        yield reuse.rstrip("/")
+        return
+    port = free_port()
+    env = {"MODEL_SERVER_PORT": str(port), "MODEL_SERVER_BACKEND": "scripted", "HF_HUB_OFFLINE": "1"}
+    with run_service("stacgis_model_server", env, port) as service:
+        yield service.url
+
+
+ToolEnv = Callable[[str], dict[str, str]]
+
+
+@pytest.fixture(scope="session")
+def tool_server_env(pg_dsn: str, embedding_server: str) -> ToolEnv:
+    """Makes the environment of a pgvector tool server under test, on a fresh free port:
+    `tool_server_env("VECTOR_")` -> {"VECTOR_PORT": ..., "VECTOR_DATABASE_URL": ..., ...}."""
+
+    def make(prefix: str) -> dict[str, str]:
+        return {
+            f"{prefix}PORT": str(free_port()),
+            f"{prefix}DATABASE_URL": pg_dsn,
+            f"{prefix}EMBEDDING_PROVIDER": "ollama",
+            f"{prefix}EMBEDDING_BASE_URL": embedding_server,
+            f"{prefix}EMBEDDING_MODEL": "all-minilm",
+            f"{prefix}EMBEDDING_DIMENSION": "384",
+        }
+
+    return make

@@ -5,14 +5,26 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import asyncpg
 import numpy as np
 
+from stacgis_common.pgvector import EmbeddedTable
 from stacgis_knowledge.chunking import Chunk
 
 SCHEMA = "knowledge"
+# The table whose rows carry the `embedding` column (added in code: its size follows the settings).
+EMBEDDINGS = EmbeddedTable(
+    schema=SCHEMA,
+    table="chunks",
+    text_expression="heading || chr(10) || content",
+    key_columns=("id",),
+    migrations=Path(__file__).parent / "migrations",
+    migrate_module="stacgis_knowledge.migrate",
+    rows="chunks",
+)
 
 
 @dataclass(frozen=True)

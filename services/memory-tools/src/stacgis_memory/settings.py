@@ -1,30 +1,18 @@
-"""Settings of memory-tools, read from `MEMORY_*` environment variables."""
+"""Settings of memory-tools, read from `MEMORY_*` environment variables. The database, embedding and
+search fields every pgvector tool server has come from `stacgis_common.settings.PgvectorSettings`."""
 
 from __future__ import annotations
 
-from typing import Literal
-
-from pydantic import Field, SecretStr
+from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
-from stacgis_common.settings import ServiceSettings
+from stacgis_common.settings import PgvectorSettings
 
 
-class MemorySettings(ServiceSettings):
+class MemorySettings(PgvectorSettings):
     model_config = SettingsConfigDict(env_prefix="MEMORY_", extra="ignore", frozen=True)
 
     port: int = 8014
-    database_url: str = "postgresql://stacgis:stacgis@127.0.0.1:55432/stacgis"
-    db_pool_size: int = Field(default=10, ge=1, le=100)
-
-    embedding_provider: Literal["ollama", "openai"] = "ollama"
-    embedding_base_url: str = "http://127.0.0.1:11434"
-    embedding_model: str = "all-minilm"
-    # pgvector's HNSW indexes vectors of at most 2000 dimensions.
-    embedding_dimension: int = Field(default=384, ge=1, le=2000)
-    embedding_api_key: SecretStr | None = None
-    embedding_batch_size: int = Field(default=64, ge=1, le=2048)
-
     max_content_chars: int = Field(default=1000, ge=1, le=100_000)
     max_query_chars: int = Field(default=500, ge=1, le=10_000)
     default_limit: int = Field(default=5, ge=1)
@@ -34,10 +22,3 @@ class MemorySettings(ServiceSettings):
     max_memories_per_user: int = Field(default=1000, ge=1)
     # Cosine similarity at or above which a new memory replaces its nearest existing one.
     duplicate_similarity: float = Field(default=0.9, gt=0.0, le=1.0)
-    candidates_per_ranker: int = Field(default=50, ge=1, le=1000)
-    rrf_k: int = Field(default=60, ge=1)
-    # HNSW index build parameters and search breadth, chosen with tests/bench/bench_vector_index.py
-    # (docs/benchmarks/pgvector.md). m and ef_construction apply when the index is built.
-    hnsw_m: int = Field(default=32, ge=2, le=100)
-    hnsw_ef_construction: int = Field(default=128, ge=4, le=1000)
-    hnsw_ef_search: int = Field(default=64, ge=1, le=1000)

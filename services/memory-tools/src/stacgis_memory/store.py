@@ -5,12 +5,25 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import asyncpg
 import numpy as np
 
+from stacgis_common.pgvector import EmbeddedTable
+
 SCHEMA = "memory"
+# The table whose rows carry the `embedding` column (added in code: its size follows the settings).
+EMBEDDINGS = EmbeddedTable(
+    schema=SCHEMA,
+    table="memories",
+    text_expression="content",
+    key_columns=("id",),
+    migrations=Path(__file__).parent / "migrations",
+    migrate_module="stacgis_memory.migrate",
+    rows="memories",
+)
 COLUMNS = "id, kind, content, created_at, updated_at, times_seen"
 
 

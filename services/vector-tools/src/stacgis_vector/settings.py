@@ -1,41 +1,21 @@
-"""Settings of vector-tools, read from `VECTOR_*` environment variables."""
+"""Settings of vector-tools, read from `VECTOR_*` environment variables. The database, embedding and
+search fields every pgvector tool server has come from `stacgis_common.settings.PgvectorSettings`."""
 
 from __future__ import annotations
 
-from typing import Literal
-
-from pydantic import Field, SecretStr
+from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
-from stacgis_common.settings import ServiceSettings
+from stacgis_common.settings import PgvectorSettings
 
 
-class VectorSettings(ServiceSettings):
+class VectorSettings(PgvectorSettings):
     model_config = SettingsConfigDict(env_prefix="VECTOR_", extra="ignore", frozen=True)
 
     port: int = 8012
-    database_url: str = "postgresql://stacgis:stacgis@127.0.0.1:55432/stacgis"
-    db_pool_size: int = Field(default=10, ge=1, le=100)
-
-    embedding_provider: Literal["ollama", "openai"] = "ollama"
-    embedding_base_url: str = "http://127.0.0.1:11434"
-    embedding_model: str = "all-minilm"
-    # pgvector's HNSW indexes vectors of at most 2000 dimensions.
-    embedding_dimension: int = Field(default=384, ge=1, le=2000)
-    embedding_api_key: SecretStr | None = None
-    embedding_batch_size: int = Field(default=64, ge=1, le=2048)
-
     max_query_chars: int = Field(default=200, ge=1, le=10_000)
     default_limit: int = Field(default=10, ge=1)
     max_limit: int = Field(default=50, ge=1, le=1000)
     max_bbox_limit: int = Field(default=500, ge=1, le=10_000)
-    # Candidates each ranker (name, full text, vector) hands to the fusion.
-    candidates_per_ranker: int = Field(default=50, ge=1, le=1000)
-    rrf_k: int = Field(default=60, ge=1)
-    # HNSW index build parameters and search breadth, chosen with tests/bench/bench_vector_index.py
-    # (docs/benchmarks/pgvector.md). m and ef_construction apply when the index is built.
-    hnsw_m: int = Field(default=32, ge=2, le=100)
-    hnsw_ef_construction: int = Field(default=128, ge=4, le=1000)
-    hnsw_ef_search: int = Field(default=64, ge=1, le=1000)
     # Geometries with more vertices come back simplified (the tolerance is stated in the result).
     max_result_vertices: int = Field(default=500, ge=10, le=1_000_000)

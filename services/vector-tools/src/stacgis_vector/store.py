@@ -5,14 +5,26 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import asyncpg
 
+from stacgis_common.pgvector import EmbeddedTable
 from stacgis_vector.geometry import QueryBox
 from stacgis_vector.names import like_prefix, or_tsquery
 
 SCHEMA = "vector"
+# The table whose rows carry the `embedding` column (added in code: its size follows the settings).
+EMBEDDINGS = EmbeddedTable(
+    schema=SCHEMA,
+    table="features",
+    text_expression="embedding_text",
+    key_columns=("dataset", "id"),
+    migrations=Path(__file__).parent / "migrations",
+    migrate_module="stacgis_vector.migrate",
+    rows="features",
+)
 FeatureKey = tuple[str, str]
 
 

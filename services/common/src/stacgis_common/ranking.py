@@ -1,11 +1,12 @@
 """Reciprocal rank fusion: combines rankings whose scores are not comparable (name tiers,
-full-text rank, cosine distance) using only each item's position in each list."""
+full-text rank, cosine distance) using only each item's position in each list. The hybrid
+searches of vector-, knowledge- and memory-tools fuse their rankers with it."""
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 
@@ -16,6 +17,18 @@ class Fused(Generic[K]):
     score: float = 0.0
     # Ranker name -> 1-based rank in that ranker's list.
     ranks: dict[str, int] = field(default_factory=dict)
+
+    def result_fields(self, similarity: Mapping[K, float]) -> dict[str, Any]:
+        """What a search result says about how it was found: fused `score`, the rankers that
+        listed it (`matched_by`, best rank first) and, when the vector ranker saw it, its cosine
+        `similarity` to the query."""
+        fields: dict[str, Any] = {
+            "score": round(self.score, 5),
+            "matched_by": sorted(self.ranks, key=lambda ranker: self.ranks[ranker]),
+        }
+        if self.key in similarity:
+            fields["similarity"] = round(similarity[self.key], 4)
+        return fields
 
 
 def reciprocal_rank_fusion(rankings: Mapping[str, Sequence[K]], k: int = 60) -> list[Fused[K]]:

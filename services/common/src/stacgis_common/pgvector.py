@@ -1,11 +1,13 @@
-"""The `embedding` column and its HNSW index, sized from the settings.
+"""The `embedding` column and its HNSW index of a pgvector table, sized from the settings.
 
-The numbered SQL migrations are static, but the vector dimension follows the configured
-embedding model, so this module adds the column and index in code (once, under an advisory
-lock, so replicas starting together agree). The model and dimension the stored vectors come
-from are recorded in `<schema>.embedding_config`; a server configured for another model
-refuses to start instead of comparing vectors from different spaces. `reembed` moves the
-stored rows to the configured model (the migrate command's `--reembed`).
+Used by the services that store embedded text (vector-, knowledge- and memory-tools). Their
+numbered SQL migrations are static, but the vector dimension follows the configured embedding
+model, so this module adds the column and index in code (once, under an advisory lock, so
+replicas starting together agree). The model and dimension the stored vectors come from are
+recorded in `<schema>.embedding_config` (a table each service's first migration creates); a
+server configured for another model refuses to start instead of comparing vectors from
+different spaces. `reembed` moves the stored rows to the configured model (the migrate
+command's `--reembed`).
 """
 
 from __future__ import annotations
@@ -13,9 +15,12 @@ from __future__ import annotations
 import hashlib
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 import asyncpg
+
+from .settings import PgvectorSettings
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +61,41 @@ class EmbeddingTarget:
     def lock_key(self) -> int:
         digest = hashlib.sha256(f"stacgis-embedding:{self.qualified}".encode()).digest()
         return int.from_bytes(digest[:8], "big", signed=True)
+
+
+@dataclass(frozen=True)
+class EmbeddedTable:
+    """What a service declares about its embedded table; `target` adds the configured model."""
+
+    schema: str
+    table: str
+    # SQL expression (over the table's columns) giving the text each row's vector embeds.
+    text_expression: str
+    # Columns identifying a row, used to write re-embedded vectors back.
+    key_columns: tuple[str, ...]
+    # The schema's numbered SQL migrations (shipped as package data).
+    migrations: Path
+    # The service's migrate module, e.g. "stacgis_vector.migrate"; mismatch errors name it as the fix.
+    migrate_module: str
+    # What one row is, in the plural ("features"), for the migrate command's output.
+    rows: str
+
+    @property
+    def migrate_command(self) -> str:
+        return f"python -m {self.migrate_module}"
+
+    def target(self, settings: PgvectorSettings) -> EmbeddingTarget:
+        return EmbeddingTarget(
+            schema=self.schema,
+            table=self.table,
+            text_expression=self.text_expression,
+            key_columns=self.key_columns,
+            model=settings.embedding_model,
+            dimension=settings.embedding_dimension,
+            hnsw_m=settings.hnsw_m,
+            hnsw_ef_construction=settings.hnsw_ef_construction,
+            migrate_command=self.migrate_command,
+        )
 
 
 async def _column_type(connection: asyncpg.Connection, target: EmbeddingTarget) -> str | None:

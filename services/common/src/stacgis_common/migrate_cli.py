@@ -1,0 +1,50 @@
+"""The migrate command of a pgvector tool server, `python -m stacgis_<pkg>.migrate [--reembed]`
+(the chart's migration Job): applies the schema and adds or checks the embedding column.
+
+--reembed re-embeds every stored row with the configured model, after the model or dimension
+setting changed; without it a changed model is refused with a message naming --reembed (exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from .db import apply_migrations, create_pool
+from .pgvector import EmbeddedTable, EmbeddingMismatch, reembed
+from .pgvector_runtime import embeddings_client, migrate
+from .settings import PgvectorSettings, load_settings
+
+
+async def run(settings_cls: type[PgvectorSettings], table: EmbeddedTable, reembed_rows: bool) -> int:
+    settings = load_settings(settings_cls)
+    pool = await create_pool(settings.database_url, min_size=1, max_size=2)
+    try:
+        if reembed_rows:
+            await apply_migrations(pool, table.schema, table.migrations)
+            client = embeddings_client(settings)
+            try:
+                count = await reembed(pool, table.target(settings), client)
+            finally:
+                await client.aclose()
+            print(f"re-embedded {count} {table.rows} with {settings.embedding_model}")
+        else:
+            await migrate(pool, settings, table)
+            print(f"schema {table.schema} is up to date")
+    except EmbeddingMismatch as error:
+        print(str(error), file=sys.stderr)
+        return 2
+    finally:
+        await pool.close()
+    return 0
+
+
+def main(settings_cls: type[PgvectorSettings], table: EmbeddedTable, description: str | None = None) -> None:
+    """Parse the command line (`--reembed`) and exit with the command's status."""
+    parser = argparse.ArgumentParser(prog=table.migrate_command, description=description)
+    parser.add_argument(
+        "--reembed", action="store_true", help=f"re-embed stored {table.rows} with the configured model"
+    )
+    arguments = parser.parse_args()
+    sys.exit(asyncio.run(run(settings_cls, table, arguments.reembed)))
