@@ -49,6 +49,12 @@ STARTED_INFRA = RUN / "stack-infra.json"
 # The chart's default chat model, used with Ollama when ORCHESTRATOR_LLM_MODEL is not set.
 CHART_LLM_MODEL = "qwen3:8b"
 LOCAL_LLM_MODEL = "smollm2:135m"
+SMALL_MODEL_SETTINGS = {
+    "ORCHESTRATOR_LLM_NUM_CTX": "4096",
+    "ORCHESTRATOR_LLM_MAX_OUTPUT_TOKENS": "512",
+    "ORCHESTRATOR_TOOL_TOP_K": "2",
+    "ORCHESTRATOR_MAX_RESOURCE_CHARS": "1500",
+}
 # Set by choose_llm(), on top of deploy/local/stack.env.
 LLM_VARIABLES = ("ORCHESTRATOR_LLM_BASE_URL", "ORCHESTRATOR_LLM_MODEL", "GATEWAY_MODEL_LABEL", "GATEWAY_PROVIDER_LABEL")
 READY_TIMEOUT_SECONDS = 300.0
@@ -163,6 +169,10 @@ def choose_llm(env: dict[str, str]) -> None:
             model = chosen_model or LOCAL_LLM_MODEL
             provider = "stacgis model server"
             check_local_model(base_url, model)
+            if model == LOCAL_LLM_MODEL:
+                # SmolLM2 runs with a 4k context: keep prompts and answers within it.
+                for name, value in SMALL_MODEL_SETTINGS.items():
+                    env[name] = os.environ.get(name, value)
     env["ORCHESTRATOR_LLM_BASE_URL"] = base_url
     env["ORCHESTRATOR_LLM_MODEL"] = model
     env.setdefault("GATEWAY_MODEL_LABEL", model)

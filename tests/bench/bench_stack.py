@@ -58,6 +58,7 @@ from stacgis_common.testing import free_port, token_for  # noqa: E402
 GATEWAY_TESTS = ROOT / "services" / "chat-gateway" / "tests"
 OUT = ROOT / ".local" / "bench"
 PLAIN = "[plain] describe the terrain of Luxembourg"
+PY_SPY = str(Path(sys.executable).parent / "py-spy")
 
 
 def ms(value: float) -> str:
@@ -317,7 +318,7 @@ async def bench_sse(rig: GatewayRig, levels: list[int], profile: bool) -> list[s
             OUT.mkdir(parents=True, exist_ok=True)
             recorder = subprocess.Popen(
                 [
-                    "py-spy",
+                    PY_SPY,
                     "record",
                     "--pid",
                     str(rig.gateway.pid),

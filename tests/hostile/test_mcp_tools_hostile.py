@@ -5,7 +5,7 @@ hypothesis perturbs a good call with values drawn for the tool's own input schem
 be a clean tool error or a valid result: no HTTP 5xx, no protocol error, no traceback or file
 content, no request to the canary server, and the server keeps answering a normal call.
 
-Examples per tool: STACGIS_HOSTILE_EXAMPLES (default 25). The examples are derandomised (the same on
+Examples per tool: STACGIS_HOSTILE_EXAMPLES (default 60). The examples are derandomised (the same on
 every run, so CI is stable); STACGIS_HOSTILE_RANDOM=1 explores new ones.
 """
 
@@ -31,7 +31,7 @@ from stacgis_common.settings import DEV_TOKEN_SECRET
 from stacgis_common.testing import mcp_client, token_for
 
 SERVERS = ["raster-tools", "vector-tools", "knowledge-tools", "memory-tools"]
-EXAMPLES = int(os.environ.get("STACGIS_HOSTILE_EXAMPLES", "25"))
+EXAMPLES = int(os.environ.get("STACGIS_HOSTILE_EXAMPLES", "60"))
 RANDOM = os.environ.get("STACGIS_HOSTILE_RANDOM") == "1"
 # Arguments no schema declares: identity spoofing and prototype tricks must be ignored or refused.
 EXTRA_KEYS = ["user_id", "session_id", "__proto__", "constructor", "_meta", "k" * 300]

@@ -26,15 +26,6 @@ def run_ingest(env: dict[str, str], directory: Path, *extra: str) -> subprocess.
     )
 
 
-async def call(url: str, tool: str, arguments: dict[str, Any], user: str = "tester") -> tuple[bool, Any]:
-    """(is_error, structured result or error text) of one tool call over MCP."""
-    async with mcp_client(url + "/mcp", token_for(user)) as session:
-        result = await session.call_tool(tool, arguments)
-    if result.is_error:
-        return True, result.content[0].text
-    return False, json.loads(result.content[0].text)
-
-
 async def documents(url: str) -> list[dict[str, Any]]:
     async with mcp_client(url + "/mcp", token_for("tester")) as session:
         read = await session.read_resource("knowledge://documents")

@@ -9,9 +9,9 @@ from typing import Any
 import asyncpg
 import httpx
 import pytest
-from knowledge_helpers import call, documents, run_ingest
+from knowledge_helpers import documents, run_ingest
 
-from stacgis_common.testing import RunningService, free_port, run_service
+from stacgis_common.testing import RunningService, call_tool, free_port, run_service
 
 NDWI = """# NDWI: the Normalized Difference Water Index
 
@@ -34,11 +34,11 @@ async def test_added_document_is_chunked_found_and_not_added_twice(
     knowledge_server: RunningService, pg_dsn: str
 ) -> None:
     arguments = {"title": "NDWI", "content": NDWI, "source": "McFeeters 1996", "tags": ["Water", "index"]}
-    error, added = await call(knowledge_server.url, "add_knowledge", arguments, user="analyst")
+    error, added = await call_tool(knowledge_server.url, "add_knowledge", arguments, user="analyst")
     assert not error, added
     assert added["status"] == "added" and added["chunks"] == 3
 
-    error, found = await call(
+    error, found = await call_tool(
         knowledge_server.url,
         "search_knowledge",
         {"query": "how do I find water bodies in a multispectral image?", "limit": 3},
@@ -49,7 +49,7 @@ async def test_added_document_is_chunked_found_and_not_added_twice(
     assert top["source"] == "McFeeters 1996" and top["tags"] == ["water", "index"]
     assert top["heading"].startswith("NDWI: the Normalized Difference Water Index")
 
-    error, again = await call(knowledge_server.url, "add_knowledge", arguments, user="someone-else")
+    error, again = await call_tool(knowledge_server.url, "add_knowledge", arguments, user="someone-else")
     assert not error, again
     assert again["status"] == "duplicate" and again["document_id"] == added["document_id"]
 
@@ -80,7 +80,7 @@ async def test_long_sections_are_split_within_the_token_bound(knowledge_server: 
         for n in range(40)
     )
     content = f"# Long guide\n\n## Details\n\n{paragraphs}\n"
-    error, added = await call(knowledge_server.url, "add_knowledge", {"title": "Long guide", "content": content})
+    error, added = await call_tool(knowledge_server.url, "add_knowledge", {"title": "Long guide", "content": content})
     assert not error, added
     assert added["chunks"] > 5
     connection = await asyncpg.connect(pg_dsn)
@@ -110,7 +110,7 @@ async def test_ingest_replaces_changed_files_and_prunes_removed_ones(
     note.write_text("# Olinda field notes\n\nSalt marsh and coconut palms line the beach of Casa Caiada.\n")
     second = run_ingest(knowledge_env, folder)
     assert "field-notes/sites/olinda.md: replaced" in second.stdout, second.stdout
-    _, result = await call(knowledge_server.url, "search_knowledge", {"query": "Casa Caiada coconut palms beach"})
+    _, result = await call_tool(knowledge_server.url, "search_knowledge", {"query": "Casa Caiada coconut palms beach"})
     sources = [hit for hit in result["results"] if hit["source"] == "field-notes/sites/olinda.md"]
     assert len(sources) == 1 and "Casa Caiada" in sources[0]["chunk"]
     assert sources[0]["tags"] == ["sites"]
@@ -144,7 +144,7 @@ async def test_bad_input_is_named_and_stores_nothing(
     knowledge_server: RunningService, tool: str, arguments: dict[str, Any], argument: str
 ) -> None:
     before = await documents(knowledge_server.url)
-    error, message = await call(knowledge_server.url, tool, arguments)
+    error, message = await call_tool(knowledge_server.url, tool, arguments)
     assert error, message
     assert argument in message
     assert await documents(knowledge_server.url) == before
@@ -162,9 +162,9 @@ async def test_restarted_server_keeps_added_knowledge(knowledge_env: dict[str, s
     env = {**knowledge_env, "KNOWLEDGE_PORT": str(port)}
     content = "# Sargassum\n\nSargassum seaweed mats drift into the Caribbean from the tropical Atlantic.\n"
     with run_service("stacgis_knowledge", env, port) as first:
-        error, added = await call(first.url, "add_knowledge", {"title": "Sargassum", "content": content})
+        error, added = await call_tool(first.url, "add_knowledge", {"title": "Sargassum", "content": content})
         assert not error, added
         first.kill()
     with run_service("stacgis_knowledge", env, port) as second:
-        _, found = await call(second.url, "search_knowledge", {"query": "floating seaweed in the Caribbean"})
+        _, found = await call_tool(second.url, "search_knowledge", {"query": "floating seaweed in the Caribbean"})
     assert found["results"][0]["document_id"] == added["document_id"]

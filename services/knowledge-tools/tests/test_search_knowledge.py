@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from knowledge_helpers import KNOWLEDGE_DIR, call, documents, run_ingest
+from knowledge_helpers import KNOWLEDGE_DIR, documents, run_ingest
 
-from stacgis_common.testing import RunningService
+from stacgis_common.testing import RunningService, call_tool
 
 
 @pytest.mark.asyncio
@@ -32,7 +32,7 @@ from stacgis_common.testing import RunningService
 async def test_paraphrased_question_finds_the_right_document(
     knowledge_server: RunningService, question: str, source: str
 ) -> None:
-    error, result = await call(knowledge_server.url, "search_knowledge", {"query": question, "limit": 3})
+    error, result = await call_tool(knowledge_server.url, "search_knowledge", {"query": question, "limit": 3})
     assert not error, result
     top = result["results"][0]
     assert top["source"] == source, [hit["source"] for hit in result["results"]]

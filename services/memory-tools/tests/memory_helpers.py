@@ -12,7 +12,7 @@ import httpx2
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from stacgis_common.testing import mcp_client, token_for
+from stacgis_common.testing import call_tool, mcp_client, token_for
 
 
 def new_user(name: str) -> str:
@@ -21,11 +21,8 @@ def new_user(name: str) -> str:
 
 
 async def call(url: str, user: str, tool: str, arguments: dict[str, Any]) -> tuple[bool, Any]:
-    async with mcp_client(url + "/mcp", token_for(user)) as session:
-        result = await session.call_tool(tool, arguments)
-    if result.is_error:
-        return True, result.content[0].text
-    return False, json.loads(result.content[0].text)
+    """One tool call as `user`: (is_error, parsed result or error text)."""
+    return await call_tool(url, tool, arguments, user)
 
 
 async def recent(url: str, user: str) -> list[dict[str, Any]]:

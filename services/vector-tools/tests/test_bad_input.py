@@ -6,9 +6,8 @@ from typing import Any
 
 import httpx
 import pytest
-from vector_helpers import call
 
-from stacgis_common.testing import RunningService, token_for
+from stacgis_common.testing import RunningService, call_tool, token_for
 
 
 @pytest.mark.asyncio
@@ -38,11 +37,11 @@ from stacgis_common.testing import RunningService, token_for
 async def test_bad_argument_is_named(
     vector_server: RunningService, tool: str, arguments: dict[str, Any], argument: str
 ) -> None:
-    error, message = await call(vector_server.url, tool, arguments)
+    error, message = await call_tool(vector_server.url, tool, arguments)
     assert error, message
     assert argument in message
     # The next call on the same server still works.
-    error, result = await call(vector_server.url, "search_vector_features", {"query": "Berlin", "limit": 1})
+    error, result = await call_tool(vector_server.url, "search_vector_features", {"query": "Berlin", "limit": 1})
     assert not error and result["results"][0]["name"] == "Berlin"
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import httpx
 import pytest
 import shapely
-from vector_helpers import MIN_POPULATION, call, intersecting, source_cities, source_countries
+from vector_helpers import MIN_POPULATION, intersecting, source_cities, source_countries
 
-from stacgis_common.testing import RunningService, token_for
+from stacgis_common.testing import RunningService, call_tool, token_for
 
 
 @pytest.mark.asyncio
@@ -25,7 +25,7 @@ from stacgis_common.testing import RunningService, token_for
 async def test_countries_in_box_are_exactly_those_shapely_finds(
     vector_server: RunningService, cache_dir: Path, box: list[float]
 ) -> None:
-    error, result = await call(
+    error, result = await call_tool(
         vector_server.url, "query_vector_by_bbox", {"dataset": "countries", "bbox": box, "limit": 500}
     )
     assert not error, result
@@ -43,7 +43,7 @@ async def test_box_prefilter_alone_would_be_wrong_here(vector_server: RunningSer
     box = [1.3, 57.1, 3.2, 58.2]
     countries = source_countries(cache_dir)
     assert shapely.box(*countries["NOR"].bounds).intersects(shapely.box(*box))
-    error, result = await call(vector_server.url, "query_vector_by_bbox", {"dataset": "countries", "bbox": box})
+    error, result = await call_tool(vector_server.url, "query_vector_by_bbox", {"dataset": "countries", "bbox": box})
     assert not error, result
     assert "NOR" not in {feature["ref"]["id"] for feature in result["features"]}
     assert {feature["ref"]["id"] for feature in result["features"]} == intersecting(countries, [tuple(box)])
@@ -54,7 +54,7 @@ async def test_cities_in_box_match_the_source_and_come_largest_first(
     vector_server: RunningService, cache_dir: Path
 ) -> None:
     box = [-10.5, 35.2, 30.3, 60.1]
-    error, result = await call(
+    error, result = await call_tool(
         vector_server.url, "query_vector_by_bbox", {"dataset": "cities", "bbox": box, "limit": 500}
     )
     assert not error, result
@@ -64,7 +64,9 @@ async def test_cities_in_box_match_the_source_and_come_largest_first(
     populations = [feature["properties"]["population"] for feature in result["features"]]
     assert populations == sorted(populations, reverse=True)
 
-    error, small = await call(vector_server.url, "query_vector_by_bbox", {"dataset": "cities", "bbox": box, "limit": 2})
+    error, small = await call_tool(
+        vector_server.url, "query_vector_by_bbox", {"dataset": "cities", "bbox": box, "limit": 2}
+    )
     assert not error, small
     assert small["returned"] == 2 and small["matched"] == len(expected) and small["truncated"]
     assert [f["ref"] for f in small["features"]] == [f["ref"] for f in result["features"][:2]]
@@ -73,7 +75,7 @@ async def test_cities_in_box_match_the_source_and_come_largest_first(
 @pytest.mark.asyncio
 async def test_small_geometry_comes_whole_large_one_simplified(vector_server: RunningService, cache_dir: Path) -> None:
     countries = source_countries(cache_dir)
-    error, lux = await call(vector_server.url, "get_vector_feature", {"dataset": "countries", "feature_id": "LUX"})
+    error, lux = await call_tool(vector_server.url, "get_vector_feature", {"dataset": "countries", "feature_id": "LUX"})
     assert not error, lux
     assert lux["geometry_simplification"] is None
     assert lux["properties"]["iso_a3"] == "LUX" and lux["properties"]["pop_est"] > 500_000
@@ -81,7 +83,9 @@ async def test_small_geometry_comes_whole_large_one_simplified(vector_server: Ru
     # Stored coordinates are rounded to 1e-7 degrees: the outlines agree to a millionth of the area.
     assert geometry.symmetric_difference(countries["LUX"]).area < 1e-6 * countries["LUX"].area
 
-    error, canada = await call(vector_server.url, "get_vector_feature", {"dataset": "countries", "feature_id": "CAN"})
+    error, canada = await call_tool(
+        vector_server.url, "get_vector_feature", {"dataset": "countries", "feature_id": "CAN"}
+    )
     assert not error, canada
     simplification = canada["geometry_simplification"]
     assert simplification["original_vertices"] == shapely.get_num_coordinates(countries["CAN"])
@@ -95,7 +99,7 @@ async def test_small_geometry_comes_whole_large_one_simplified(vector_server: Ru
     assert simplification["dropped_parts"] > 0
     assert simplified.area == pytest.approx(countries["CAN"].area, rel=0.15)
 
-    error, coarse = await call(
+    error, coarse = await call_tool(
         vector_server.url, "get_vector_feature", {"dataset": "countries", "feature_id": "DEU", "simplify": 0.1}
     )
     assert not error, coarse
@@ -107,7 +111,7 @@ async def test_small_geometry_comes_whole_large_one_simplified(vector_server: Ru
 async def test_internal_endpoint_resolves_a_search_ref_to_the_full_geometry(
     vector_server: RunningService, cache_dir: Path
 ) -> None:
-    error, result = await call(vector_server.url, "search_vector_features", {"query": "Canada", "limit": 1})
+    error, result = await call_tool(vector_server.url, "search_vector_features", {"query": "Canada", "limit": 1})
     assert not error, result
     ref = result["results"][0]["ref"]
     url = f"{vector_server.url}/features/{ref['dataset']}/{ref['id']}"

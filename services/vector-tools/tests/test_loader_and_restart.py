@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import pytest
-from vector_helpers import call, run_loader
+from vector_helpers import run_loader
 
-from stacgis_common.testing import RunningService, free_port, run_service
+from stacgis_common.testing import RunningService, call_tool, free_port, run_service
 
 
 @pytest.mark.asyncio
 async def test_second_load_skips_unchanged_datasets(vector_server: RunningService, vector_env: dict[str, str]) -> None:
-    _, before = await call(vector_server.url, "list_vector_datasets", {})
+    _, before = await call_tool(vector_server.url, "list_vector_datasets", {})
     rerun = run_loader(vector_env)
     assert rerun.returncode == 0, rerun.stderr
     assert rerun.stdout.count("skipped") == 4, rerun.stdout
-    _, after = await call(vector_server.url, "list_vector_datasets", {})
+    _, after = await call_tool(vector_server.url, "list_vector_datasets", {})
     assert [(d["id"], d["feature_count"], d["loaded_at"]) for d in after["datasets"]] == [
         (d["id"], d["feature_count"], d["loaded_at"]) for d in before["datasets"]
     ]
@@ -35,9 +35,9 @@ async def test_restarted_server_keeps_everything(vector_env: dict[str, str]) -> 
     port = free_port()
     env = {**vector_env, "VECTOR_PORT": str(port)}
     with run_service("stacgis_vector", env, port) as first:
-        _, before = await call(first.url, "search_vector_features", {"query": "Berlin", "limit": 3})
+        _, before = await call_tool(first.url, "search_vector_features", {"query": "Berlin", "limit": 3})
         first.kill()
     with run_service("stacgis_vector", env, port) as second:
-        _, after = await call(second.url, "search_vector_features", {"query": "Berlin", "limit": 3})
+        _, after = await call_tool(second.url, "search_vector_features", {"query": "Berlin", "limit": 3})
     assert [hit["ref"] for hit in after["results"]] == [hit["ref"] for hit in before["results"]]
     assert after["results"][0]["name"] == "Berlin"

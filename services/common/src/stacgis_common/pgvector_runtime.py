@@ -50,7 +50,9 @@ async def open_database(settings: PgvectorSettings, table: EmbeddedTable) -> asy
 
 
 @contextlib.asynccontextmanager
-async def connect(settings: PgvectorSettings, table: EmbeddedTable) -> AsyncIterator[tuple[asyncpg.Pool, EmbeddingsClient]]:
+async def connect(
+    settings: PgvectorSettings, table: EmbeddedTable
+) -> AsyncIterator[tuple[asyncpg.Pool, EmbeddingsClient]]:
     """The migrated pool and the embeddings client, both closed on exit."""
     pool = await open_database(settings, table)
     embedder = embeddings_client(settings)

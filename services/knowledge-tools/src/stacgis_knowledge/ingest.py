@@ -14,10 +14,11 @@ import sys
 from pathlib import Path
 
 from stacgis_common.embeddings import EmbeddingError
+from stacgis_common.pgvector import EmbeddingMismatch
+from stacgis_common.pgvector_runtime import connect
 from stacgis_common.settings import load_settings
+from stacgis_knowledge import store
 from stacgis_knowledge.chunking import first_heading
-from stacgis_knowledge.embedding_column import EmbeddingMismatch
-from stacgis_knowledge.runtime import embeddings_client, open_database
 from stacgis_knowledge.service import KnowledgeService
 from stacgis_knowledge.settings import KnowledgeSettings
 
@@ -32,36 +33,32 @@ def documents(directory: Path) -> list[tuple[Path, str]]:
 
 async def run(directory: Path, prune: bool) -> int:
     settings = load_settings(KnowledgeSettings)
-    pool = await open_database(settings)
-    embedder = embeddings_client(settings)
-    service = KnowledgeService(settings, pool, embedder)
     counts: dict[str, int] = {}
     try:
-        found = documents(directory)
-        for path, source in found:
-            text = path.read_text(encoding="utf-8")
-            if not text.strip():
-                continue
-            title = first_heading(text) or path.stem.replace("-", " ").replace("_", " ").capitalize()
-            tags = [part.lower() for part in path.relative_to(directory).parts[:-1]]
-            outcome = await service.ingest(title, text, source, tags)
-            counts[outcome.status] = counts.get(outcome.status, 0) + 1
-            if outcome.status in ("added", "replaced"):
-                print(f"{source}: {outcome.status}, {outcome.chunks} chunks", flush=True)
-            elif outcome.status == "duplicate":
-                print(f"{source}: same content already stored as document {outcome.document_id}", flush=True)
-        if prune:
-            prefix = f"{found[0][1].split('/', 1)[0]}/" if found else f"{directory.name}/"
-            for source in await service.prune(prefix, {source for _, source in found}):
-                print(f"{source}: removed (file no longer exists)", flush=True)
-        summary = ", ".join(f"{count} {status}" for status, count in sorted(counts.items())) or "no documents"
-        print(f"ingested {directory}: {summary}", flush=True)
+        async with connect(settings, store.EMBEDDINGS) as (pool, embedder):
+            service = KnowledgeService(settings, pool, embedder)
+            found = documents(directory)
+            for path, source in found:
+                text = path.read_text(encoding="utf-8")
+                if not text.strip():
+                    continue
+                title = first_heading(text) or path.stem.replace("-", " ").replace("_", " ").capitalize()
+                tags = [part.lower() for part in path.relative_to(directory).parts[:-1]]
+                outcome = await service.ingest(title, text, source, tags)
+                counts[outcome.status] = counts.get(outcome.status, 0) + 1
+                if outcome.status in ("added", "replaced"):
+                    print(f"{source}: {outcome.status}, {outcome.chunks} chunks", flush=True)
+                elif outcome.status == "duplicate":
+                    print(f"{source}: same content already stored as document {outcome.document_id}", flush=True)
+            if prune:
+                prefix = f"{found[0][1].split('/', 1)[0]}/" if found else f"{directory.name}/"
+                for source in await service.prune(prefix, {source for _, source in found}):
+                    print(f"{source}: removed (file no longer exists)", flush=True)
+            summary = ", ".join(f"{count} {status}" for status, count in sorted(counts.items())) or "no documents"
+            print(f"ingested {directory}: {summary}", flush=True)
     except (EmbeddingError, EmbeddingMismatch, UnicodeDecodeError) as error:
         print(f"ingest failed: {error}", file=sys.stderr)
         return 1
-    finally:
-        await embedder.aclose()
-        await pool.close()
     return 0
 
 

@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from typing import Annotated
 
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
-from starlette.applications import Starlette
 
 from stacgis_common.auth import current_identity
-from stacgis_common.mcp_app import build_tool_server_app, create_mcp_server
+from stacgis_common.mcp_app import build_tool_server_app, compact_result, create_mcp_server
+from stacgis_common.pgvector_runtime import PgvectorRuntime
 from stacgis_common.settings import load_settings
 from stacgis_knowledge.metrics import DOCUMENTS_ADDED, observe
-from stacgis_knowledge.runtime import embeddings_client, open_database
 from stacgis_knowledge.service import KnowledgeService
 from stacgis_knowledge.settings import KnowledgeSettings
+from stacgis_knowledge.store import EMBEDDINGS
 
 INSTRUCTIONS = (
     "The product's knowledge base: its datasets (what each raster and vector collection holds, units, "
@@ -28,26 +26,7 @@ INSTRUCTIONS = (
 
 settings = load_settings(KnowledgeSettings)
 server = create_mcp_server("knowledge-tools", settings, instructions=INSTRUCTIONS)
-
-
-class Runtime:
-    """Process-wide state, set up by the Starlette lifespan (the MCP transport is per request)."""
-
-    service: KnowledgeService | None = None
-
-    def get(self) -> KnowledgeService:
-        if self.service is None:
-            raise RuntimeError("knowledge-tools is not started")
-        return self.service
-
-
-runtime = Runtime()
-
-
-def compact(result: dict[str, Any]) -> CallToolResult:
-    """Structured content plus the same JSON, unindented, as text (what reaches the model's context)."""
-    text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=result)
+runtime = PgvectorRuntime("knowledge-tools", settings, EMBEDDINGS, KnowledgeService)
 
 
 @server.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False))
@@ -61,7 +40,7 @@ async def search_knowledge(
     reciprocal rank). Each result is one passage (`chunk`) with its document `title`, `source` and section
     `heading`."""
     with observe("search_knowledge"):
-        return compact(await runtime.get().search(query, limit))
+        return compact_result(await runtime.get().search(query, limit))
 
 
 @server.tool(annotations=ToolAnnotations(read_only_hint=False, idempotent_hint=True, open_world_hint=False))
@@ -77,7 +56,7 @@ async def add_knowledge(
         identity = current_identity()
         result = await runtime.get().add(title, content, source, tags, identity.user_id)
         DOCUMENTS_ADDED.labels(result["status"]).inc()
-        return compact(result)
+        return compact_result(result)
 
 
 @server.resource(
@@ -90,21 +69,4 @@ async def documents_resource() -> str:
     return json.dumps(await runtime.get().list_documents())
 
 
-@contextlib.asynccontextmanager
-async def lifespan(_: Starlette) -> AsyncIterator[None]:
-    pool = await open_database(settings)
-    embedder = embeddings_client(settings)
-    runtime.service = KnowledgeService(settings, pool, embedder)
-    try:
-        yield
-    finally:
-        runtime.service = None
-        await embedder.aclose()
-        await pool.close()
-
-
-async def postgres_ready() -> None:
-    await runtime.get().pool.fetchval("SELECT 1")
-
-
-app = build_tool_server_app(server, settings, readiness={"postgres": postgres_ready}, lifespan=lifespan)
+app = build_tool_server_app(server, settings, readiness=runtime.readiness(), lifespan=runtime.lifespan)

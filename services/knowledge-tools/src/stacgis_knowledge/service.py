@@ -12,11 +12,11 @@ from typing import Any
 import asyncpg
 from mcp.server.mcpserver.exceptions import ToolError
 
+from stacgis_common.arguments import ArgumentError, limit_argument, text_argument
 from stacgis_common.embeddings import EmbeddingError, EmbeddingsClient
+from stacgis_common.ranking import reciprocal_rank_fusion
 from stacgis_knowledge import store
 from stacgis_knowledge.chunking import Chunk, chunk_markdown, content_hash, normalize_content
-from stacgis_knowledge.errors import ArgumentError
-from stacgis_knowledge.ranking import reciprocal_rank_fusion
 from stacgis_knowledge.settings import KnowledgeSettings
 
 TAG = re.compile(r"^[\w][\w .:/+-]*$")
@@ -29,6 +29,17 @@ class IngestOutcome:
     chunks: int
 
 
+def duplicate(document: asyncpg.Record, note: str) -> dict[str, Any]:
+    """The add_knowledge answer for content already stored as `document`."""
+    return {
+        "status": "duplicate",
+        "document_id": str(document["id"]),
+        "title": document["title"],
+        "chunks": document["chunk_count"],
+        "note": note,
+    }
+
+
 class KnowledgeService:
     def __init__(self, settings: KnowledgeSettings, pool: asyncpg.Pool, embedder: EmbeddingsClient) -> None:
         self.settings = settings
@@ -36,15 +47,6 @@ class KnowledgeService:
         self.embedder = embedder
 
     # -- validation --------------------------------------------------------------------------
-
-    @staticmethod
-    def _text(value: Any, argument: str, maximum: int) -> str:
-        if not isinstance(value, str) or not value.strip():
-            raise ArgumentError(argument, "must be a non-empty string")
-        text = value.strip()
-        if len(text) > maximum:
-            raise ArgumentError(argument, f"must be at most {maximum} characters (got {len(text)})")
-        return text
 
     def _tags(self, value: Any) -> list[str]:
         if value is None:
@@ -74,9 +76,8 @@ class KnowledgeService:
     # -- tools -------------------------------------------------------------------------------
 
     async def search(self, query: Any, limit: Any) -> dict[str, Any]:
-        text = self._text(query, "query", self.settings.max_query_chars)
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= self.settings.max_limit:
-            raise ArgumentError("limit", f"must be an integer from 1 to {self.settings.max_limit}")
+        text = text_argument(query, "query", self.settings.max_query_chars)
+        limit = limit_argument(limit, self.settings.max_limit)
         vector = (await self._embed([text]))[0]
         candidates = max(self.settings.candidates_per_ranker, limit)
         by_vector = await store.rank_by_vector(self.pool, vector, candidates, self.settings.hnsw_ef_search)
@@ -98,29 +99,20 @@ class KnowledgeService:
                 "chunk_count": row["chunk_count"],
                 "document_id": str(row["document_id"]),
                 "tags": list(row["tags"]),
-                "score": round(entry.score, 5),
-                "matched_by": sorted(entry.ranks, key=lambda ranker: entry.ranks[ranker]),
+                **entry.result_fields(similarity),
             }
-            if entry.key in similarity:
-                hit["similarity"] = round(similarity[entry.key], 4)
             hits.append(hit)
         return {"query": text, "results": hits, "count": len(hits)}
 
     async def add(self, title: Any, content: Any, source: Any, tags: Any, user_id: str) -> dict[str, Any]:
-        clean_title = self._text(title, "title", self.settings.max_title_chars)
-        clean_content = normalize_content(self._text(content, "content", self.settings.max_content_chars))
-        clean_source = None if source is None else self._text(source, "source", self.settings.max_source_chars)
+        clean_title = text_argument(title, "title", self.settings.max_title_chars)
+        clean_content = normalize_content(text_argument(content, "content", self.settings.max_content_chars))
+        clean_source = None if source is None else text_argument(source, "source", self.settings.max_source_chars)
         clean_tags = self._tags(tags)
         digest = content_hash(clean_content)
         existing = await store.document_by_hash(self.pool, digest)
         if existing is not None:
-            return {
-                "status": "duplicate",
-                "document_id": str(existing["id"]),
-                "title": existing["title"],
-                "chunks": existing["chunk_count"],
-                "note": "the same content is already in the knowledge base; nothing was added",
-            }
+            return duplicate(existing, "the same content is already in the knowledge base; nothing was added")
         chunks = self._chunks(clean_title, clean_content)
         vectors = await self._embed([chunk.embedding_text() for chunk in chunks])
         document = store.NewDocument(clean_title, clean_source, clean_tags, clean_content, digest, "tool", user_id)
@@ -132,13 +124,7 @@ class KnowledgeService:
             raced = await store.document_by_hash(self.pool, digest)
             if raced is None:
                 raise
-            return {
-                "status": "duplicate",
-                "document_id": str(raced["id"]),
-                "title": raced["title"],
-                "chunks": raced["chunk_count"],
-                "note": "the same content was added at the same time",
-            }
+            return duplicate(raced, "the same content was added at the same time")
         return {
             "status": "added",
             "document_id": str(stored.document_id),

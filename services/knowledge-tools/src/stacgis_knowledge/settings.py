@@ -1,5 +1,4 @@
-"""Settings of knowledge-tools, read from `KNOWLEDGE_*` environment variables. The database, embedding and
-search fields every pgvector tool server has come from `stacgis_common.settings.PgvectorSettings`."""
+"""Settings of knowledge-tools, from `KNOWLEDGE_*` environment variables; the shared ones are in `PgvectorSettings`."""
 
 from __future__ import annotations
 

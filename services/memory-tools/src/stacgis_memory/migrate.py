@@ -1,10 +1,4 @@
-"""`python -m stacgis_memory.migrate [--reembed]`: apply the schema (the chart's migration Job).
-
---reembed re-embeds every stored memory with the configured model, after changing
-MEMORY_EMBEDDING_MODEL or MEMORY_EMBEDDING_DIMENSION.
-"""
-
-from __future__ import annotations
+"""`python -m stacgis_memory.migrate [--reembed]`: see `stacgis_common.migrate_cli`."""
 
 from stacgis_common import migrate_cli
 from stacgis_memory.settings import MemorySettings
@@ -12,7 +6,7 @@ from stacgis_memory.store import EMBEDDINGS
 
 
 def main() -> None:
-    migrate_cli.main(MemorySettings, EMBEDDINGS, __doc__)
+    migrate_cli.main(MemorySettings, EMBEDDINGS)
 
 
 if __name__ == "__main__":

@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import AsyncIterator
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
-from starlette.applications import Starlette
 
 from stacgis_common.auth import current_identity
-from stacgis_common.mcp_app import build_tool_server_app, create_mcp_server
+from stacgis_common.mcp_app import build_tool_server_app, compact_result, create_mcp_server
+from stacgis_common.pgvector_runtime import PgvectorRuntime
 from stacgis_common.settings import load_settings
 from stacgis_memory.metrics import MEMORY_WRITES, observe
-from stacgis_memory.runtime import embeddings_client, open_database
 from stacgis_memory.service import MemoryService
 from stacgis_memory.settings import MemorySettings
+from stacgis_memory.store import EMBEDDINGS
 
 INSTRUCTIONS = (
     "Long-term memories of the current user (preferences, facts about their work, places they care about). "
@@ -27,25 +25,7 @@ INSTRUCTIONS = (
 
 settings = load_settings(MemorySettings)
 server = create_mcp_server("memory-tools", settings, instructions=INSTRUCTIONS)
-
-
-class Runtime:
-    """Process-wide state, set up by the Starlette lifespan (the MCP transport is per request)."""
-
-    service: MemoryService | None = None
-
-    def get(self) -> MemoryService:
-        if self.service is None:
-            raise RuntimeError("memory-tools is not started")
-        return self.service
-
-
-runtime = Runtime()
-
-
-def compact(result: dict[str, Any]) -> CallToolResult:
-    text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=result)
+runtime = PgvectorRuntime("memory-tools", settings, EMBEDDINGS, MemoryService)
 
 
 @server.tool(annotations=ToolAnnotations(read_only_hint=False, idempotent_hint=True, open_world_hint=False))
@@ -63,7 +43,7 @@ async def add_memory(
         user = current_identity().user_id
         result = await runtime.get().add(user, content, kind)
         MEMORY_WRITES.labels(result["status"]).inc()
-        return compact(result)
+        return compact_result(result)
 
 
 @server.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False))
@@ -76,7 +56,7 @@ async def search_memories(
     """Search the current user's memories by meaning and words (vector similarity and full text, fused by
     reciprocal rank), best first, with their cosine `similarity` to the query."""
     with observe("search_memories"):
-        return compact(await runtime.get().search(current_identity().user_id, query, limit))
+        return compact_result(await runtime.get().search(current_identity().user_id, query, limit))
 
 
 @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False))
@@ -87,7 +67,7 @@ async def forget_memory(
     with observe("forget_memory"):
         result = await runtime.get().forget(current_identity().user_id, memory_id)
         MEMORY_WRITES.labels("forgotten").inc()
-        return compact(result)
+        return compact_result(result)
 
 
 @server.resource(
@@ -100,21 +80,4 @@ async def recent_memories() -> str:
     return json.dumps(await runtime.get().recent(current_identity().user_id))
 
 
-@contextlib.asynccontextmanager
-async def lifespan(_: Starlette) -> AsyncIterator[None]:
-    pool = await open_database(settings)
-    embedder = embeddings_client(settings)
-    runtime.service = MemoryService(settings, pool, embedder)
-    try:
-        yield
-    finally:
-        runtime.service = None
-        await embedder.aclose()
-        await pool.close()
-
-
-async def postgres_ready() -> None:
-    await runtime.get().pool.fetchval("SELECT 1")
-
-
-app = build_tool_server_app(server, settings, readiness={"postgres": postgres_ready}, lifespan=lifespan)
+app = build_tool_server_app(server, settings, readiness=runtime.readiness(), lifespan=runtime.lifespan)

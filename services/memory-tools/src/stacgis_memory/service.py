@@ -11,10 +11,10 @@ from typing import Any
 import asyncpg
 from mcp.server.mcpserver.exceptions import ToolError
 
+from stacgis_common.arguments import ArgumentError, limit_argument, text_argument
 from stacgis_common.embeddings import EmbeddingError, EmbeddingsClient
+from stacgis_common.ranking import reciprocal_rank_fusion
 from stacgis_memory import store
-from stacgis_memory.errors import ArgumentError
-from stacgis_memory.ranking import reciprocal_rank_fusion
 from stacgis_memory.settings import MemorySettings
 
 KINDS = ("fact", "preference", "place", "note")
@@ -35,15 +35,6 @@ class MemoryService:
         self.settings = settings
         self.pool = pool
         self.embedder = embedder
-
-    @staticmethod
-    def _text(value: Any, argument: str, maximum: int) -> str:
-        if not isinstance(value, str) or not value.strip():
-            raise ArgumentError(argument, "must be a non-empty string")
-        text = normalize(value)
-        if len(text) > maximum:
-            raise ArgumentError(argument, f"must be at most {maximum} characters (got {len(text)})")
-        return text
 
     @staticmethod
     def _kind(value: Any) -> str:
@@ -68,7 +59,7 @@ class MemoryService:
             raise ToolError(f"the embedding server is unavailable, nothing was changed: {error}") from None
 
     async def add(self, user_id: str, content: Any, kind: Any) -> dict[str, Any]:
-        text = self._text(content, "content", self.settings.max_content_chars)
+        text = text_argument(content, "content", self.settings.max_content_chars, normalize)
         clean_kind = self._kind(kind)
         vector = await self._embed(text)
         key = digest(text)
@@ -97,9 +88,8 @@ class MemoryService:
         return {"status": "created", "memory": store.memory_json(row)}
 
     async def search(self, user_id: str, query: Any, limit: Any) -> dict[str, Any]:
-        text = self._text(query, "query", self.settings.max_query_chars)
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= self.settings.max_limit:
-            raise ArgumentError("limit", f"must be an integer from 1 to {self.settings.max_limit}")
+        text = text_argument(query, "query", self.settings.max_query_chars, normalize)
+        limit = limit_argument(limit, self.settings.max_limit)
         vector = await self._embed(text)
         candidates = max(self.settings.candidates_per_ranker, limit)
         by_vector = await store.rank_by_vector(self.pool, user_id, vector, candidates, self.settings.hnsw_ef_search)
@@ -113,12 +103,7 @@ class MemoryService:
         for entry in fused:
             if entry.key not in rows:  # forgotten in between
                 continue
-            hit = store.memory_json(rows[entry.key])
-            hit["score"] = round(entry.score, 5)
-            hit["matched_by"] = sorted(entry.ranks, key=lambda ranker: entry.ranks[ranker])
-            if entry.key in similarity:
-                hit["similarity"] = round(similarity[entry.key], 4)
-            results.append(hit)
+            results.append({**store.memory_json(rows[entry.key]), **entry.result_fields(similarity)})
         return {"query": text, "results": results, "count": len(results)}
 
     async def forget(self, user_id: str, memory_id: Any) -> dict[str, Any]:

@@ -1,5 +1,4 @@
-"""Settings of memory-tools, read from `MEMORY_*` environment variables. The database, embedding and
-search fields every pgvector tool server has come from `stacgis_common.settings.PgvectorSettings`."""
+"""Settings of memory-tools, from `MEMORY_*` environment variables; the shared ones are in `PgvectorSettings`."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ import shapely
 from asyncpg.types import Box, Point
 from shapely.geometry.base import BaseGeometry
 
-from stacgis_vector.errors import ArgumentError
+from stacgis_common.arguments import ArgumentError
 
 
 @dataclass(frozen=True)

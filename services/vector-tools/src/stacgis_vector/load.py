@@ -20,14 +20,14 @@ import numpy as np
 import shapely
 
 from stacgis_common.embeddings import EmbeddingError, EmbeddingsClient
+from stacgis_common.pgvector import EmbeddingMismatch
+from stacgis_common.pgvector_runtime import connect
 from stacgis_common.settings import load_settings
 from stacgis_vector import store
-from stacgis_vector.embedding_column import EmbeddingMismatch
 from stacgis_vector.geometry import pg_box
 from stacgis_vector.loader.datasets import DATASETS, DatasetData, FeatureRecord, LoadOptions
 from stacgis_vector.loader.sources import FetchError, PackageCache
 from stacgis_vector.names import normalize_name, words
-from stacgis_vector.runtime import embeddings_client, open_database
 from stacgis_vector.settings import VectorSettings
 
 # Bump when the conversion of source records changes, so existing loads are redone.
@@ -96,26 +96,22 @@ def dataset_row(data: DatasetData, checksum: str) -> dict[str, Any]:
 async def run(cache_dir: Path, names: list[str], options: LoadOptions, force: bool, offline: bool) -> int:
     settings = load_settings(VectorSettings)
     cache = PackageCache(cache_dir, offline=offline)
-    pool = await open_database(settings)
-    client = embeddings_client(settings)
     try:
-        for name in names:
-            started = time.monotonic()
-            data = await asyncio.to_thread(DATASETS[name], cache, options)
-            checksum = source_checksum(data)
-            if not force and await store.dataset_checksum(pool, name) == checksum:
-                print(f"{name}: already loaded from the same sources, skipped", flush=True)
-                continue
-            vectors = await embed_all(client, [record.embedding_text for record in data.records], name)
-            rows = [feature_row(name, record, vector) for record, vector in zip(data.records, vectors, strict=True)]
-            await store.replace_dataset(pool, dataset_row(data, checksum), rows)
-            print(f"{name}: loaded {len(rows)} features in {time.monotonic() - started:.1f} s", flush=True)
+        async with connect(settings, store.EMBEDDINGS) as (pool, client):
+            for name in names:
+                started = time.monotonic()
+                data = await asyncio.to_thread(DATASETS[name], cache, options)
+                checksum = source_checksum(data)
+                if not force and await store.dataset_checksum(pool, name) == checksum:
+                    print(f"{name}: already loaded from the same sources, skipped", flush=True)
+                    continue
+                vectors = await embed_all(client, [record.embedding_text for record in data.records], name)
+                rows = [feature_row(name, record, vector) for record, vector in zip(data.records, vectors, strict=True)]
+                await store.replace_dataset(pool, dataset_row(data, checksum), rows)
+                print(f"{name}: loaded {len(rows)} features in {time.monotonic() - started:.1f} s", flush=True)
     except (FetchError, EmbeddingError, EmbeddingMismatch) as error:
         print(f"load failed: {error}", file=sys.stderr)
         return 1
-    finally:
-        await client.aclose()
-        await pool.close()
     return 0
 
 

@@ -1,10 +1,4 @@
-"""`python -m stacgis_vector.migrate [--reembed]`: apply the schema (the chart's migration Job).
-
---reembed re-embeds every stored feature with the configured model, after changing
-VECTOR_EMBEDDING_MODEL or VECTOR_EMBEDDING_DIMENSION.
-"""
-
-from __future__ import annotations
+"""`python -m stacgis_vector.migrate [--reembed]`: see `stacgis_common.migrate_cli`."""
 
 from stacgis_common import migrate_cli
 from stacgis_vector.settings import VectorSettings
@@ -12,7 +6,7 @@ from stacgis_vector.store import EMBEDDINGS
 
 
 def main() -> None:
-    migrate_cli.main(VectorSettings, EMBEDDINGS, __doc__)
+    migrate_cli.main(VectorSettings, EMBEDDINGS)
 
 
 if __name__ == "__main__":

@@ -2,25 +2,23 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from typing import Annotated
 
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from stacgis_common.auth import InvalidInternalToken, bearer_token, verify_internal_token
-from stacgis_common.mcp_app import build_tool_server_app, create_mcp_server
+from stacgis_common.mcp_app import build_tool_server_app, compact_result, create_mcp_server
+from stacgis_common.pgvector_runtime import PgvectorRuntime
 from stacgis_common.settings import load_settings
 from stacgis_vector.metrics import FEATURE_REQUESTS, observe
-from stacgis_vector.runtime import embeddings_client, open_database
 from stacgis_vector.service import VectorService
 from stacgis_vector.settings import VectorSettings
+from stacgis_vector.store import EMBEDDINGS
 
 INSTRUCTIONS = (
     "Vector datasets of places: countries (Natural Earth), cities (GeoNames), US states and US counties. "
@@ -31,27 +29,7 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_worl
 
 settings = load_settings(VectorSettings)
 server = create_mcp_server("vector-tools", settings, instructions=INSTRUCTIONS)
-
-
-class Runtime:
-    """Process-wide state, set up by the Starlette lifespan (the MCP transport is per request)."""
-
-    service: VectorService | None = None
-
-    def get(self) -> VectorService:
-        if self.service is None:
-            raise RuntimeError("vector-tools is not started")
-        return self.service
-
-
-runtime = Runtime()
-
-
-def compact(result: dict[str, Any]) -> CallToolResult:
-    """Structured content plus the same JSON without indentation as text: coordinates
-    pretty-printed one number per line would triple what reaches the model's context."""
-    text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=result)
+runtime = PgvectorRuntime("vector-tools", settings, EMBEDDINGS, VectorService)
 
 
 Limit = Annotated[int, Field(ge=1, le=settings.max_limit, description="Maximum number of results.")]
@@ -70,7 +48,7 @@ DatasetId = Annotated[str, Field(description="Dataset id from list_vector_datase
 async def list_vector_datasets() -> CallToolResult:
     """List the vector datasets: id, title, description, geometry type, feature count, extent, licence, sources."""
     with observe("list_vector_datasets"):
-        return compact(await runtime.get().list_datasets())
+        return compact_result(await runtime.get().list_datasets())
 
 
 @server.tool(annotations=READ_ONLY)
@@ -86,7 +64,7 @@ async def search_vector_features(
     `ref` ({dataset, id}), coordinates for points or bbox and label point for areas, and a few properties.
     Geometries are not included: use get_vector_feature or pass the ref on."""
     with observe("search_vector_features"):
-        return compact(await runtime.get().search(query, dataset, bbox, limit))
+        return compact_result(await runtime.get().search(query, dataset, bbox, limit))
 
 
 @server.tool(annotations=READ_ONLY)
@@ -102,7 +80,7 @@ async def get_vector_feature(
     server's budget come back simplified; `geometry_simplification` states the tolerance used. Tools taking
     the feature's `ref` always use the full geometry."""
     with observe("get_vector_feature"):
-        return compact(await runtime.get().get_feature(dataset, feature_id, simplify))
+        return compact_result(await runtime.get().get_feature(dataset, feature_id, simplify))
 
 
 @server.tool(annotations=READ_ONLY)
@@ -117,7 +95,7 @@ async def query_vector_by_bbox(
     population first. `matched` counts all intersecting features; `truncated` says whether more exist than
     were returned."""
     with observe("query_vector_by_bbox"):
-        return compact(await runtime.get().query_by_bbox(dataset, bbox, limit))
+        return compact_result(await runtime.get().query_by_bbox(dataset, bbox, limit))
 
 
 @server.resource(
@@ -152,27 +130,10 @@ async def feature_endpoint(request: Request) -> Response:
     return Response(body, media_type="application/geo+json")
 
 
-@contextlib.asynccontextmanager
-async def lifespan(_: Starlette) -> AsyncIterator[None]:
-    pool = await open_database(settings)
-    embedder = embeddings_client(settings)
-    runtime.service = VectorService(settings, pool, embedder)
-    try:
-        yield
-    finally:
-        runtime.service = None
-        await embedder.aclose()
-        await pool.close()
-
-
-async def postgres_ready() -> None:
-    await runtime.get().pool.fetchval("SELECT 1")
-
-
 app = build_tool_server_app(
     server,
     settings,
-    readiness={"postgres": postgres_ready},
+    readiness=runtime.readiness(),
     extra_routes=[Route("/features/{dataset}/{feature_id}", feature_endpoint, methods=["GET"])],
-    lifespan=lifespan,
+    lifespan=runtime.lifespan,
 )

@@ -15,12 +15,12 @@ import numpy as np
 import shapely
 from mcp.server.mcpserver.exceptions import ToolError
 
+from stacgis_common.arguments import ArgumentError, limit_argument, text_argument
 from stacgis_common.embeddings import EmbeddingError, EmbeddingsClient
+from stacgis_common.ranking import Fused, reciprocal_rank_fusion
 from stacgis_vector import store
-from stacgis_vector.errors import ArgumentError
 from stacgis_vector.geometry import bounds_list, parse_bbox, simplify_for_result
 from stacgis_vector.names import normalize_name
-from stacgis_vector.ranking import Fused, reciprocal_rank_fusion
 from stacgis_vector.settings import VectorSettings
 from stacgis_vector.store import FeatureKey
 
@@ -59,22 +59,6 @@ class VectorService:
 
     # -- validation --------------------------------------------------------------------------
 
-    def _text(self, value: Any, argument: str) -> str:
-        if not isinstance(value, str) or not value.strip():
-            raise ArgumentError(argument, "must be a non-empty string")
-        text = value.strip()
-        if len(text) > self.settings.max_query_chars:
-            raise ArgumentError(
-                argument, f"must be at most {self.settings.max_query_chars} characters (got {len(text)})"
-            )
-        return text
-
-    @staticmethod
-    def _limit(value: Any, maximum: int) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
-            raise ArgumentError("limit", f"must be an integer from 1 to {maximum}")
-        return value
-
     async def _dataset(self, value: Any) -> str:
         known = await store.dataset_ids(self.pool)
         if not isinstance(value, str) or value not in known:
@@ -95,12 +79,12 @@ class VectorService:
         return {"datasets": datasets, "count": len(datasets)}
 
     async def search(self, query: Any, dataset: Any, bbox: Any, limit: Any) -> dict[str, Any]:
-        text = self._text(query, "query")
+        text = text_argument(query, "query", self.settings.max_query_chars)
         filters = store.Filters(
             dataset=await self._dataset(dataset) if dataset is not None else None,
             box=parse_bbox(bbox) if bbox is not None else None,
         )
-        count = self._limit(limit, self.settings.max_limit)
+        count = limit_argument(limit, self.settings.max_limit)
         vector = await self._embed(text)
         candidates = max(self.settings.candidates_per_ranker, count)
         by_name, by_text, by_vector = await asyncio.gather(
@@ -129,12 +113,7 @@ class VectorService:
         fused.sort(key=order)
         results = []
         for entry in fused[:count]:
-            hit = feature_summary(rows[entry.key])
-            hit["score"] = round(entry.score, 5)
-            hit["matched_by"] = sorted(entry.ranks, key=lambda ranker: entry.ranks[ranker])
-            if entry.key in similarity:
-                hit["similarity"] = round(similarity[entry.key], 4)
-            results.append(hit)
+            results.append({**feature_summary(rows[entry.key]), **entry.result_fields(similarity)})
         return {"query": text, "results": results, "count": len(results)}
 
     async def get_feature(self, dataset: Any, feature_id: Any, simplify: Any) -> dict[str, Any]:
@@ -177,7 +156,7 @@ class VectorService:
     async def query_by_bbox(self, dataset: Any, bbox: Any, limit: Any) -> dict[str, Any]:
         name = await self._dataset(dataset)
         box = parse_bbox(bbox)
-        count = self._limit(limit, self.settings.max_bbox_limit)
+        count = limit_argument(limit, self.settings.max_bbox_limit)
         candidates = await store.box_candidates(self.pool, name, box)
         area = box.shape()
         shapely.prepare(area)

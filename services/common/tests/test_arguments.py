@@ -1,0 +1,33 @@
+"""Tool argument checks: every refusal names the argument and what is allowed."""
+
+from typing import Any
+
+import pytest
+
+from stacgis_common.arguments import ArgumentError, limit_argument, text_argument
+
+
+@pytest.mark.parametrize("value", [None, "", "   ", 42, ["Berlin"]])
+def test_text_must_be_a_non_blank_string(value: Any) -> None:
+    with pytest.raises(ArgumentError) as refused:
+        text_argument(value, "query", 10)
+    assert str(refused.value) == "query: must be a non-empty string"
+    assert refused.value.argument == "query"
+
+
+def test_text_is_cleaned_before_its_length_is_checked() -> None:
+    assert text_argument("  Berlin \n", "query", 6) == "Berlin"
+    assert text_argument("I  like\tmaps", "content", 11, lambda text: " ".join(text.split())) == "I like maps"
+    with pytest.raises(ArgumentError, match=r"^title: must be at most 5 characters \(got 6\)$"):
+        text_argument(" Berlin ", "title", 5)
+
+
+@pytest.mark.parametrize("value", [0, 51, -1, True, 2.0, "5", None])
+def test_limit_is_an_integer_in_range(value: Any) -> None:
+    with pytest.raises(ArgumentError, match=r"^limit: must be an integer from 1 to 50$"):
+        limit_argument(value, 50)
+
+
+def test_limit_in_range_passes() -> None:
+    assert limit_argument(1, 50) == 1
+    assert limit_argument(50, 50) == 50
