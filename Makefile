@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := .local/stamps
 
-.PHONY: help setup up down status infra-up infra-down data test test-fast lint fmt bench proto
+.PHONY: help setup up down status infra-up infra-down data test lint lint-only fmt bench dashboards
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -35,10 +35,13 @@ data: setup ## build the raster demo data (COGs + STAC catalog) under .local/dat
 test: setup ## run every test suite
 	@bash scripts/test.sh
 
-lint: setup ## ruff and mypy (strict) over the Python code, tsc over the frontend
+lint: setup lint-only ## ruff and mypy (strict) over the Python code, tsc and eslint over the frontend
+
+lint-only:
 	@$(VENV)/bin/ruff check services dev scripts tests observability
 	@$(VENV)/bin/ruff format --check services dev scripts tests observability
 	@bash scripts/mypy.sh
+	@cd frontend && npm run --silent lint
 
 fmt: setup ## format the Python code
 	@$(VENV)/bin/ruff format services dev scripts tests observability

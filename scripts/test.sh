@@ -44,6 +44,8 @@ if [ -d tests/e2e ] || [ -d frontend/e2e ]; then
   $PY scripts/stack.py down
 fi
 
+run "lint (ruff, mypy --strict, tsc + eslint)" bash -c "make --no-print-directory lint-only"
+
 echo
 if [ ${#failed[@]} -gt 0 ]; then
   printf 'FAILED suites: %s\n' "${failed[*]}"

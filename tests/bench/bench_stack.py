@@ -232,7 +232,11 @@ class GatewayRig:
             orchestrator_port,
             logs,
         )
-        base = read_env_file(ROOT / "deploy" / "local" / "stack.env")
+        base = {
+            k: v
+            for k, v in read_env_file(ROOT / "deploy" / "local" / "stack.env").items()
+            if not k.endswith("_TRACE_FILE")
+        }
         self.gateway = Proc(
             "gateway",
             [PYTHON, "-m", "stacgis_gateway"],
@@ -467,6 +471,7 @@ async def main_async(args: argparse.Namespace) -> list[str]:
     out = machine()
     if parts & {"ttft", "tools"}:
         options = StackOptions(
+            trace_files=False,
             rules=reliability_rules(),
             env={
                 "GATEWAY_RATE_LIMIT_PER_MINUTE": "0",

@@ -63,12 +63,14 @@ def installed(package: str) -> bool:
 
 
 def read_env_file(path: Path) -> dict[str, str]:
+    """KEY=VALUE lines as scripts/stack.py reads them: ${ROOT} is the checkout, ${LOCAL} its .local folder."""
     values: dict[str, str] = {}
     for line in path.read_text().splitlines():
         line = line.strip()
         if line and not line.startswith("#"):
             key, _, value = line.partition("=")
-            values[key.strip()] = value.strip()
+            value = value.strip().replace("${ROOT}", str(REPO_ROOT)).replace("${LOCAL}", str(REPO_ROOT / ".local"))
+            values[key.strip()] = value
     return values
 
 
@@ -261,6 +263,9 @@ class StackOptions:
     # Extra environment for every service (e.g. GATEWAY_MAX_CONCURRENT_RUNS=20).
     env: dict[str, str] = field(default_factory=dict)
     rules: list[dict[str, Any]] = field(default_factory=list)
+    # Span files as `make up` writes them (in this stack's log folder); off for benchmarks, since the
+    # deployed services export spans over OTLP in the background instead.
+    trace_files: bool = True
 
 
 class PrivateStack:
@@ -326,6 +331,11 @@ class PrivateStack:
                 "RASTER_VECTOR_TOOLS_URL": f"http://127.0.0.1:{ports.get('vector', 9)}",
             }
         )
+        for key in [k for k in env if k.endswith("_TRACE_FILE")]:
+            if self.options.trace_files:
+                env[key] = str(self.logs / "traces" / Path(env[key]).name)
+            else:
+                del env[key]
         for name, port in ports.items():
             prefix = TOOL_SERVERS[name][1]
             env[f"{prefix}PORT"] = str(port)

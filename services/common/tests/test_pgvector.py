@@ -36,7 +36,7 @@ def example_table(schema: str, folder: Path) -> EmbeddedTable:
     (folder / "001_items.sql").write_text(MIGRATION)
     return EmbeddedTable(
         schema=schema,
-        table="items",
+        name="items",
         text_expression="title || ': ' || body",
         key_columns=("id",),
         migrations=folder,

@@ -36,39 +36,11 @@ class EmbeddingMismatch(RuntimeError):
 
 
 @dataclass(frozen=True)
-class EmbeddingTarget:
-    schema: str
-    table: str
-    # SQL expression (over the table's columns) giving the text each row's vector embeds.
-    text_expression: str
-    # Columns identifying a row, used to write re-embedded vectors back.
-    key_columns: tuple[str, ...]
-    model: str
-    dimension: int
-    migrate_command: str
-    # HNSW build parameters; they apply when the index is (re)built, not to an existing index.
-    hnsw_m: int = 32
-    hnsw_ef_construction: int = 128
-
-    @property
-    def qualified(self) -> str:
-        return f"{self.schema}.{self.table}"
-
-    @property
-    def index_name(self) -> str:
-        return f"{self.table}_embedding_hnsw"
-
-    def lock_key(self) -> int:
-        digest = hashlib.sha256(f"stacgis-embedding:{self.qualified}".encode()).digest()
-        return int.from_bytes(digest[:8], "big", signed=True)
-
-
-@dataclass(frozen=True)
 class EmbeddedTable:
-    """What a service declares about its embedded table; `target` adds the configured model."""
+    """What a service declares about its table whose rows carry an `embedding` column."""
 
     schema: str
-    table: str
+    name: str
     # SQL expression (over the table's columns) giving the text each row's vector embeds.
     text_expression: str
     # Columns identifying a row, used to write re-embedded vectors back.
@@ -81,42 +53,58 @@ class EmbeddedTable:
     rows: str
 
     @property
+    def qualified(self) -> str:
+        return f"{self.schema}.{self.name}"
+
+    @property
+    def index_name(self) -> str:
+        return f"{self.name}_embedding_hnsw"
+
+    @property
     def migrate_command(self) -> str:
         return f"python -m {self.migrate_module}"
 
+    def lock_key(self) -> int:
+        digest = hashlib.sha256(f"stacgis-embedding:{self.qualified}".encode()).digest()
+        return int.from_bytes(digest[:8], "big", signed=True)
+
     def target(self, settings: PgvectorSettings) -> EmbeddingTarget:
+        """This table in the embedding space and with the index the settings ask for."""
         return EmbeddingTarget(
-            schema=self.schema,
-            table=self.table,
-            text_expression=self.text_expression,
-            key_columns=self.key_columns,
-            model=settings.embedding_model,
-            dimension=settings.embedding_dimension,
-            hnsw_m=settings.hnsw_m,
-            hnsw_ef_construction=settings.hnsw_ef_construction,
-            migrate_command=self.migrate_command,
+            self, settings.embedding_model, settings.embedding_dimension, settings.hnsw_m, settings.hnsw_ef_construction
         )
+
+
+@dataclass(frozen=True)
+class EmbeddingTarget:
+    table: EmbeddedTable
+    model: str
+    dimension: int
+    # HNSW build parameters; they apply when the index is (re)built, not to an existing index.
+    hnsw_m: int = 32
+    hnsw_ef_construction: int = 128
 
 
 async def _column_type(connection: asyncpg.Connection, target: EmbeddingTarget) -> str | None:
     value = await connection.fetchval(
         "SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
         " WHERE attrelid = $1::regclass AND attname = 'embedding' AND NOT attisdropped",
-        target.qualified,
+        target.table.qualified,
     )
     return str(value) if value is not None else None
 
 
 async def _add_column(connection: asyncpg.Connection, target: EmbeddingTarget) -> None:
-    await connection.execute(f"ALTER TABLE {target.qualified} ADD COLUMN embedding vector({target.dimension})")
+    await connection.execute(f"ALTER TABLE {target.table.qualified} ADD COLUMN embedding vector({target.dimension})")
     # Cosine distance: the embedding servers return unit vectors, and cosine is what the
     # near-duplicate threshold and the similarity figures in results are expressed in.
     await _create_index(connection, target)
 
 
 async def _create_index(connection: asyncpg.Connection, target: EmbeddingTarget) -> None:
+    table = target.table
     await connection.execute(
-        f"CREATE INDEX {target.index_name} ON {target.qualified} USING hnsw (embedding vector_cosine_ops)"
+        f"CREATE INDEX {table.index_name} ON {table.qualified} USING hnsw (embedding vector_cosine_ops)"
         f" WITH (m = {int(target.hnsw_m)}, ef_construction = {int(target.hnsw_ef_construction)})",
         timeout=3600,
     )
@@ -124,7 +112,7 @@ async def _create_index(connection: asyncpg.Connection, target: EmbeddingTarget)
 
 async def _record(connection: asyncpg.Connection, target: EmbeddingTarget) -> None:
     await connection.execute(
-        f"INSERT INTO {target.schema}.embedding_config (id, model, dimension) VALUES (true, $1, $2)"
+        f"INSERT INTO {target.table.schema}.embedding_config (id, model, dimension) VALUES (true, $1, $2)"
         " ON CONFLICT (id) DO UPDATE SET model = EXCLUDED.model, dimension = EXCLUDED.dimension,"
         " updated_at = now()",
         target.model,
@@ -133,21 +121,22 @@ async def _record(connection: asyncpg.Connection, target: EmbeddingTarget) -> No
 
 
 async def ensure_embedding_column(pool: asyncpg.Pool, target: EmbeddingTarget) -> None:
+    table = target.table
     async with pool.acquire() as connection, connection.transaction():
-        await connection.execute("SELECT pg_advisory_xact_lock($1)", target.lock_key())
+        await connection.execute("SELECT pg_advisory_xact_lock($1)", table.lock_key())
         column = await _column_type(connection, target)
         if column is None:
             await _add_column(connection, target)
             await _record(connection, target)
-            log.info("created embedding column", extra={"table": target.qualified, "dimension": target.dimension})
+            log.info("created embedding column", extra={"table": table.qualified, "dimension": target.dimension})
             return
-        stored = await connection.fetchrow(f"SELECT model, dimension FROM {target.schema}.embedding_config")
+        stored = await connection.fetchrow(f"SELECT model, dimension FROM {table.schema}.embedding_config")
         stored_model = stored["model"] if stored else None
         if column != f"vector({target.dimension})" or stored_model != target.model:
             raise EmbeddingMismatch(
-                f"{target.qualified} holds {column} embeddings from model {stored_model!r}, but the settings "
+                f"{table.qualified} holds {column} embeddings from model {stored_model!r}, but the settings "
                 f"ask for model {target.model!r} with {target.dimension} dimensions; run "
-                f"`{target.migrate_command} --reembed` to re-embed the stored texts with the configured model"
+                f"`{table.migrate_command} --reembed` to re-embed the stored texts with the configured model"
             )
     # The pool's connections may predate the vector type's codec registration.
     await pool.expire_connections()
@@ -155,23 +144,24 @@ async def ensure_embedding_column(pool: asyncpg.Pool, target: EmbeddingTarget) -
 
 async def reembed(pool: asyncpg.Pool, target: EmbeddingTarget, embedder: Embedder) -> int:
     """Rebuild the column for the configured model in one transaction; returns rows re-embedded."""
-    keys = ", ".join(target.key_columns)
+    table = target.table
+    keys = ", ".join(table.key_columns)
     async with pool.acquire() as connection, connection.transaction():
-        await connection.execute("SELECT pg_advisory_xact_lock($1)", target.lock_key())
+        await connection.execute("SELECT pg_advisory_xact_lock($1)", table.lock_key())
         rows = await connection.fetch(
-            f"SELECT {keys}, {target.text_expression} AS text FROM {target.qualified} ORDER BY {keys}"
+            f"SELECT {keys}, {table.text_expression} AS text FROM {table.qualified} ORDER BY {keys}"
         )
         vectors: list[list[float]] = []
         for start in range(0, len(rows), REEMBED_BATCH):
             vectors.extend(await embedder.embed([row["text"] for row in rows[start : start + REEMBED_BATCH]]))
-        await connection.execute(f"DROP INDEX IF EXISTS {target.schema}.{target.index_name}")
-        await connection.execute(f"ALTER TABLE {target.qualified} DROP COLUMN IF EXISTS embedding")
-        await connection.execute(f"ALTER TABLE {target.qualified} ADD COLUMN embedding vector({target.dimension})")
-        condition = " AND ".join(f"{column} = ${index + 2}" for index, column in enumerate(target.key_columns))
+        await connection.execute(f"DROP INDEX IF EXISTS {table.schema}.{table.index_name}")
+        await connection.execute(f"ALTER TABLE {table.qualified} DROP COLUMN IF EXISTS embedding")
+        await connection.execute(f"ALTER TABLE {table.qualified} ADD COLUMN embedding vector({target.dimension})")
+        condition = " AND ".join(f"{column} = ${index + 2}" for index, column in enumerate(table.key_columns))
         await connection.executemany(
-            f"UPDATE {target.qualified} SET embedding = $1::real[]::vector WHERE {condition}",
+            f"UPDATE {table.qualified} SET embedding = $1::real[]::vector WHERE {condition}",
             [
-                (vector, *(row[column] for column in target.key_columns))
+                (vector, *(row[column] for column in table.key_columns))
                 for row, vector in zip(rows, vectors, strict=True)
             ],
         )

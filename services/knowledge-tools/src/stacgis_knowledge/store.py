@@ -18,7 +18,7 @@ SCHEMA = "knowledge"
 # The table whose rows carry the `embedding` column (added in code: its size follows the settings).
 EMBEDDINGS = EmbeddedTable(
     schema=SCHEMA,
-    table="chunks",
+    name="chunks",
     text_expression="heading || chr(10) || content",
     key_columns=("id",),
     migrations=Path(__file__).parent / "migrations",

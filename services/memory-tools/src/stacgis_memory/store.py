@@ -17,7 +17,7 @@ SCHEMA = "memory"
 # The table whose rows carry the `embedding` column (added in code: its size follows the settings).
 EMBEDDINGS = EmbeddedTable(
     schema=SCHEMA,
-    table="memories",
+    name="memories",
     text_expression="content",
     key_columns=("id",),
     migrations=Path(__file__).parent / "migrations",

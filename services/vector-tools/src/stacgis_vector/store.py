@@ -18,7 +18,7 @@ SCHEMA = "vector"
 # The table whose rows carry the `embedding` column (added in code: its size follows the settings).
 EMBEDDINGS = EmbeddedTable(
     schema=SCHEMA,
-    table="features",
+    name="features",
     text_expression="embedding_text",
     key_columns=("dataset", "id"),
     migrations=Path(__file__).parent / "migrations",
