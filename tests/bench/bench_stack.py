@@ -24,13 +24,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import resource
+import signal
 import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +72,26 @@ def raise_fd_limit() -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+@contextlib.contextmanager
+def profiled(processes: dict[str, int | None], label: str, enabled: bool) -> Iterator[None]:
+    """py-spy every process for the duration of the block (stopped with SIGINT, which makes it write)."""
+    recorders = []
+    if enabled:
+        OUT.mkdir(parents=True, exist_ok=True)
+        for name, pid in processes.items():
+            output = OUT / f"{name}-{label}.txt"
+            command = [PY_SPY, "record", "--pid", str(pid), "--format", "raw", "--rate", "200", "--output", str(output)]
+            recorders.append(subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        time.sleep(1.0)  # py-spy attaches
+    try:
+        yield
+    finally:
+        for recorder in recorders:
+            recorder.send_signal(signal.SIGINT)
+        for recorder in recorders:
+            recorder.wait(60)
 
 
 # 1. Time to first token.
@@ -124,7 +147,7 @@ async def via_ingress(base: str, message: str) -> tuple[float, float, int]:
     return contents[0] - result.started, rate, len(contents)
 
 
-async def bench_ttft(stack: PrivateStack, runs: int) -> list[str]:
+async def bench_ttft(stack: PrivateStack, runs: int, profile: bool = False) -> list[str]:
     assert stack.orchestrator is not None
     paths = {
         "model server (direct)": lambda i: direct_model(stack.model_url, PLAIN),
@@ -137,10 +160,12 @@ async def bench_ttft(stack: PrivateStack, runs: int) -> list[str]:
             await call(-1 - i)
         ttfts, rates = [], []
         tokens = 0
-        for i in range(runs):  # one at a time: latency, not capacity
-            ttft, rate, tokens = await call(i)
-            ttfts.append(ttft)
-            rates.append(rate)
+        pids = {"gateway": stack.gateways[0].pid, "orchestrator": stack.orchestrator.pid}
+        with profiled(pids, "ttft", profile and name.startswith("ingress")):
+            for i in range(runs):  # one at a time: latency, not capacity
+                ttft, rate, tokens = await call(i)
+                ttfts.append(ttft)
+                rates.append(rate)
         figures[name] = (ttfts, rates, tokens)
     direct_ttft, direct_rate, _ = figures["model server (direct)"]
     d50, d99, drate = percentile(direct_ttft, 0.5), percentile(direct_ttft, 0.99), percentile(direct_rate, 0.5)
@@ -156,6 +181,9 @@ async def bench_ttft(stack: PrivateStack, runs: int) -> list[str]:
             f"{name:36} {ms(p50):>10} {ms(p99):>10} {ms(p50 - d50):>10} {ms(p99 - d99):>10} {rate:>9.0f} "
             f"{rate / drate:>5.2f}x"
         )
+    if profile:
+        for process in ("gateway", "orchestrator"):
+            lines += ["", *summarise_profile(OUT / f"{process}-ttft.txt")]
     return lines
 
 
@@ -317,36 +345,15 @@ async def bench_sse(rig: GatewayRig, levels: list[int], profile: bool) -> list[s
     process = psutil.Process(rig.gateway.pid)
     for level in levels:
         limits = httpx.Limits(max_connections=level + 10, max_keepalive_connections=0)
-        recorder = None
-        if profile:
-            OUT.mkdir(parents=True, exist_ok=True)
-            recorder = subprocess.Popen(
-                [
-                    PY_SPY,
-                    "record",
-                    "--pid",
-                    str(rig.gateway.pid),
-                    "--duration",
-                    "15",
-                    "--format",
-                    "raw",
-                    "--output",
-                    str(OUT / f"gateway-sse-{level}.txt"),
-                    "--nonblocking",
-                ],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
         async with httpx.AsyncClient(timeout=httpx.Timeout(120, connect=30), limits=limits) as client:
-            process.cpu_percent(None)
-            started = time.monotonic()
-            results = await asyncio.gather(
-                *(active_stream(client, url, f"sse-user-{i}", message) for i in range(level))
-            )
-            elapsed = time.monotonic() - started
-            cpu = process.cpu_percent(None)
-        if recorder is not None:
-            recorder.wait(60)
+            with profiled({"gateway": rig.gateway.pid}, f"sse-{level}", profile):
+                process.cpu_percent(None)
+                started = time.monotonic()
+                results = await asyncio.gather(
+                    *(active_stream(client, url, f"sse-user-{i}", message) for i in range(level))
+                )
+                elapsed = time.monotonic() - started
+                cpu = process.cpu_percent(None)
         delays = [d for r in results for d in r["delays"]]
         gaps = [g for r in results for g in r["gaps"]]
         outcomes = Counter(r["outcome"] for r in results)
@@ -411,13 +418,15 @@ async def bench_idle(rig: GatewayRig, levels: list[int], hold_seconds: float) ->
             asyncio.create_task(idle_stream(url, f"idle-{level}-{i}", opened[i], pings, i, stop, failures))
             for i in range(level)
         ]
-        # Open them a few at a time, as browsers arrive.
-        await asyncio.sleep(min(30.0, level / 100))
+        # Every stream must be open (its first event received) before the hold starts.
+        deadline = time.monotonic() + 120
+        while sum(e.is_set() for e in opened) + sum(failures.values()) < level and time.monotonic() < deadline:
+            await asyncio.sleep(0.5)
+        before = list(pings)
         await asyncio.sleep(hold_seconds)
-        counted = list(pings)
+        pinged = sum(1 for i in range(level) if pings[i] > before[i])
         rss = rig.rss_mb()
         alive = sum(1 for t in tasks if not t.done())
-        pinged = sum(1 for c in counted if c > 0)
         stop.set()
         for task in tasks:
             task.cancel()
@@ -432,22 +441,42 @@ async def bench_idle(rig: GatewayRig, levels: list[int], hold_seconds: float) ->
     return lines
 
 
-def summarise_profile(path: Path, top: int = 12) -> list[str]:
-    """Own time per function from py-spy's collapsed stacks."""
+# Frames every sample passes through (the interpreter, the event loop, uvicorn): not informative.
+PLUMBING = (
+    "<frozen runpy>",
+    "uvicorn/main.py",
+    "uvicorn/server.py",
+    "uvicorn/_compat.py",
+    "asyncio/runners.py",
+    "asyncio/base_events.py",
+    "asyncio/events.py",
+    "__main__.py",
+    "threading.py",
+)
+IDLE = ("EpollSelector.select", "Condition.wait", "select (selectors")
+
+
+def summarise_profile(path: Path, top: int = 14) -> list[str]:
+    """Where a process spends its busy time, from py-spy's collapsed stacks: inclusive share per frame."""
     if not path.exists():
         return [f"(no profile at {path})"]
-    own: Counter[str] = Counter()
-    total = 0
+    inclusive: Counter[str] = Counter()
+    busy = idle = 0
     for line in path.read_text().splitlines():
         stack, _, count = line.rpartition(" ")
         if not count.isdigit():
             continue
         frames = stack.split(";")
-        own[frames[-1]] += int(count)
-        total += int(count)
-    lines = [f"gateway profile ({path.name}, {total} samples): functions with the most own time"]
-    for frame, count in own.most_common(top):
-        lines.append(f"  {100 * count / max(total, 1):5.1f}%  {frame[:110]}")
+        if frames[-1].startswith(IDLE):
+            idle += int(count)
+            continue
+        busy += int(count)
+        for frame in set(frames):
+            if not any(part in frame for part in PLUMBING):
+                inclusive[frame] += int(count)
+    lines = [f"profile {path.name}: busy {100 * busy / max(busy + idle, 1):.0f}% of samples; inclusive share of busy:"]
+    for frame, count in inclusive.most_common(top):
+        lines.append(f"  {100 * count / max(busy, 1):5.1f}%  {frame[:110]}")
     return lines
 
 
@@ -482,7 +511,7 @@ async def main_async(args: argparse.Namespace) -> list[str]:
         )
         with private_stack(options) as stack:
             if "ttft" in parts:
-                out += ["", *await bench_ttft(stack, args.runs)]
+                out += ["", *await bench_ttft(stack, args.runs, args.profile)]
             if "tools" in parts:
                 out += ["", *await bench_tool_call(stack, args.tool_calls)]
     if parts & {"sse", "idle"}:
@@ -503,8 +532,8 @@ def main() -> None:
     parser.add_argument("--tool-calls", type=int, default=200)
     parser.add_argument("--streams", default="100,500,1000")
     parser.add_argument("--idle", default="250,500,1000,2000")
-    parser.add_argument("--hold", type=float, default=12.0, help="seconds the idle streams are held")
-    parser.add_argument("--profile", action="store_true", help="py-spy the gateway during the SSE fan-out")
+    parser.add_argument("--hold", type=float, default=12.0, help="seconds the idle streams are held (>= 2 heartbeats)")
+    parser.add_argument("--profile", action="store_true", help="py-spy the gateway (and orchestrator) while measuring")
     parser.add_argument("--only", default="ttft,tools,sse,idle")
     args = parser.parse_args()
     raise_fd_limit()

@@ -170,6 +170,12 @@ def _match_routes(routes: Sequence[BaseRoute], scope: Scope, prefix: str) -> str
     for route in routes:
         match, child = route.matches(scope)
         path = prefix + str(getattr(route, "path", ""))
+        included = _included_routes(route)
+        if included is not None and match != Match.NONE:
+            inner = _match_routes(included, scope, prefix)
+            if inner:
+                return inner
+            continue
         if match == Match.PARTIAL and method_mismatch is None:
             method_mismatch = path
         if match != Match.FULL:
@@ -179,6 +185,19 @@ def _match_routes(routes: Sequence[BaseRoute], scope: Scope, prefix: str) -> str
             return inner or path or None
         return path
     return method_mismatch
+
+
+def _included_routes(route: BaseRoute) -> list[BaseRoute] | None:
+    """FastAPI wraps each included router in one route without a path; its effective routes carry the full paths."""
+    candidates = getattr(route, "effective_candidates", None)
+    if candidates is None:
+        return None
+    found: list[BaseRoute] = []
+    for candidate in candidates():
+        inner = getattr(candidate, "starlette_route", None) or candidate
+        if hasattr(inner, "matches"):
+            found.append(inner)
+    return found
 
 
 class MetricsMiddleware:
