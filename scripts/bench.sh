@@ -5,7 +5,7 @@
 #
 #   bash scripts/bench.sh                 # all of them
 #   BENCH_ONLY="stack raster" bash scripts/bench.sh
-#   BENCH_ARGS_stack="--profile" bash scripts/bench.sh
+#   BENCH_ARGS_stack="--runs 80" bash scripts/bench.sh   # extra arguments for one benchmark
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
@@ -16,6 +16,9 @@ export PYTHONUNBUFFERED=1
 
 # bench_vector_index and bench_raster use the local Postgres/Redis; bench_stack starts its own.
 $PY scripts/local_infra.py up --no-model-server >/dev/null || echo "[bench] local infrastructure did not start"
+
+# The stack benchmark profiles what it measures (py-spy), so a poor figure comes with its cause.
+: "${BENCH_ARGS_stack=--profile}"
 
 date -u +%Y-%m-%dT%H:%M:%SZ >"$OUT/started"
 cat /proc/loadavg >"$OUT/loadavg-start"

@@ -44,6 +44,12 @@ if [ -d tests/e2e ] || [ -d frontend/e2e ]; then
   $PY scripts/stack.py down
 fi
 
+# Reliability suites start their own private services on free ports (and their own Redis/Postgres
+# where they break them), so they run after the shared stack is down.
+for suite in tests/hostile tests/load tests/fault; do
+  [ -d "$suite" ] && run "$suite" "${PYTEST[@]}" -q -s "$suite"
+done
+
 run "lint (ruff, mypy --strict, tsc + eslint)" bash -c "make --no-print-directory lint-only"
 
 echo

@@ -33,7 +33,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -149,7 +149,8 @@ async def via_ingress(base: str, message: str) -> tuple[float, float, int]:
 
 async def bench_ttft(stack: PrivateStack, runs: int, profile: bool = False) -> list[str]:
     assert stack.orchestrator is not None
-    paths = {
+    Measure = Callable[[int], Awaitable[tuple[float, float, int]]]
+    paths: dict[str, Measure] = {
         "model server (direct)": lambda i: direct_model(stack.model_url, PLAIN),
         "orchestrator /v1/runs": lambda i: via_orchestrator(stack.orchestrator.url, PLAIN, i),  # type: ignore[union-attr]
         "ingress + gateway + orchestrator": lambda i: via_ingress(stack.base_url, PLAIN),
@@ -299,7 +300,7 @@ class GatewayRig:
 
     def rss_mb(self) -> float:
         assert self.gateway.pid is not None
-        return psutil.Process(self.gateway.pid).memory_info().rss / 2**20
+        return float(psutil.Process(self.gateway.pid).memory_info().rss) / 2**20
 
 
 async def active_stream(client: httpx.AsyncClient, url: str, user: str, message: str) -> dict[str, Any]:
@@ -441,17 +442,22 @@ async def bench_idle(rig: GatewayRig, levels: list[int], hold_seconds: float) ->
     return lines
 
 
-# Frames every sample passes through (the interpreter, the event loop, uvicorn): not informative.
+# Pass-through frames (the interpreter, the event loop, uvicorn, ASGI middleware chains) are left out.
 PLUMBING = (
     "<frozen runpy>",
-    "uvicorn/main.py",
-    "uvicorn/server.py",
-    "uvicorn/_compat.py",
+    "uvicorn/",
     "asyncio/runners.py",
     "asyncio/base_events.py",
     "asyncio/events.py",
     "__main__.py",
     "threading.py",
+    "starlette/",
+    "fastapi/",
+    "anyio/",
+    "contextlib.py",
+    "Middleware.__call__",
+    "cancel_on_finish",
+    "retry.py",
 )
 IDLE = ("EpollSelector.select", "Condition.wait", "select (selectors")
 
@@ -475,8 +481,8 @@ def summarise_profile(path: Path, top: int = 14) -> list[str]:
             if not any(part in frame for part in PLUMBING):
                 inclusive[frame] += int(count)
     lines = [f"profile {path.name}: busy {100 * busy / max(busy + idle, 1):.0f}% of samples; inclusive share of busy:"]
-    for frame, count in inclusive.most_common(top):
-        lines.append(f"  {100 * count / max(busy, 1):5.1f}%  {frame[:110]}")
+    for frame, samples in inclusive.most_common(top):
+        lines.append(f"  {100 * samples / max(busy, 1):5.1f}%  {frame[:110]}")
     return lines
 
 

@@ -57,7 +57,15 @@ How to read it:
   every 0.5 s. *Delay* is arrival time minus the moment the gateway's run task wrote the event into
   the run's Redis Stream (the entry id is that time), i.e. the gateway's own tail → SSE → client path.
 - **Idle streams**: runs that went quiet (a slow model, an approval); each holds an SSE connection, a
-  `: ping` every heartbeat and a blocked Redis read in the gateway.
+  `: ping` every heartbeat and a blocked Redis read in the gateway. *Pinged* counts the streams that
+  received a heartbeat during the hold; *per stream* is the gateway's RSS growth divided by the open
+  streams.
+- The scripted model writes its answer with no pause, so *direct* token rates are far above any real
+  model (a GPU Ollama writes 50-150 tokens/s): the ratio shows where a pipeline's own ceiling is, the
+  absolute rate how far it is from a real model's.
+- With `--profile` (as `make bench` runs it) each measured process is sampled with py-spy and its busy
+  time is broken down (inclusive share per frame, pass-through frames left out). The causes of the
+  poor figures, as profiled, are listed under *Findings* in [reliability.md](reliability.md).
 """
 
 

@@ -30,8 +30,8 @@ WARM_UP_SECONDS = 2.0
 @dataclass
 class Fault:
     name: str
-    inject: Callable[[PrivateStack], None]
-    repair: Callable[[PrivateStack], None]
+    inject: Callable[[PrivateStack], object]
+    repair: Callable[[PrivateStack], object]
     # Processes whose /readyz must fail while the fault lasts (and pass again after the repair).
     unready: list[str] = field(default_factory=list)
     # What the probes ask (which tool server they exercise).

@@ -160,7 +160,15 @@ def phase_problems(record: PhaseRecord, name: str) -> list[str]:
             if attempt.status is not None and attempt.status >= 500 and attempt.status != 503 and not in_flight:
                 problems.append(f"{label}: HTTP {attempt.status} on {attempt.kind}: {str(attempt.body)[:200]}")
         started = conversation.first.status == 200
-        if started and conversation.final is None:
+        # Cut off by the kill before its first event: the browser never learnt the run id, so it cannot
+        # resume (it shows the broken connection and the user sends again), like the ingress's 502.
+        cut_off = (
+            name == "gateway"
+            and not conversation.events
+            and conversation.first.started <= record.injected + 0.5
+            and conversation.first.ended >= record.injected
+        )
+        if started and conversation.final is None and not cut_off:
             gone = any(a.status == 404 for a in conversation.attempts[1:])
             if not (name == "redis" and gone):  # Redis lost the run's stream: resuming says 404
                 problems.append(f"{label}: no final event: {[a.describe() for a in conversation.attempts][-3:]}")

@@ -119,8 +119,8 @@ def problems_with_call(answer: Answer, output_schema: dict[str, Any] | None) -> 
     result = answer.result
     if result is None and answer.status == 413:
         return problems  # a body over the server's size limit: refused before any tool runs
-    error = answer.rpc_error or {}
-    if result is None and answer.status == 400 and error.get("code") == PARSE_ERROR:
+    rpc = answer.rpc_error or {}
+    if result is None and answer.status == 400 and rpc.get("code") == PARSE_ERROR:
         return problems  # JSON the server's parser refuses (e.g. a lone surrogate escape): a clean refusal
     if result is None:
         error = answer.rpc_error
