@@ -251,7 +251,7 @@ class GatewayRig:
 
     def __init__(self, state_dir: Path, env: dict[str, str]) -> None:
         self.infra = Infra(state_dir)
-        logs = state_dir / "logs" / f"bench-{time.strftime('%Y%m%d-%H%M%S')}"
+        logs = state_dir / "logs" / f"{time.strftime('%Y%m%d-%H%M%S')}-bench"
         logs.mkdir(parents=True, exist_ok=True)
         orchestrator_port, gateway_port = free_port(), free_port()
         self.orchestrator = Proc(
@@ -434,7 +434,8 @@ async def bench_idle(rig: GatewayRig, levels: list[int], hold_seconds: float) ->
         await asyncio.gather(*tasks, return_exceptions=True)
         per_stream = (rss - baseline) * 1024 / max(alive, 1)
         failed = ", ".join(f"{count}x {name}" for name, count in failures.most_common(3)) or "-"
-        lines.append(f"{level:>8} {alive:>6} {pinged:>7} {rss:>6.0f}MB {per_stream:>8.0f} KB  {failed}")
+        per = f"{per_stream:>8.0f} KB" if per_stream > 0 else f"{'-':>11}"
+        lines.append(f"{level:>8} {alive:>6} {pinged:>7} {rss:>6.0f}MB {per}  {failed}")
         await asyncio.sleep(5)  # the gateway ends the cancelled runs and frees their slots
         if alive < level // 2:
             lines.append(f"(stopped: fewer than half of {level} streams stayed open)")

@@ -108,7 +108,7 @@ def hostile_stack() -> Iterator[PrivateStack]:
     """The whole product (ingress, gateway, orchestrator, tool servers, scripted model) on free ports.
 
     Trusted-header auth, so tests choose who they are (X-Forwarded-User) through the ingress; no rate
-    limit, so schemathesis can explore."""
+    limit, so schemathesis can explore; a throwaway database, since the tests plant poisoned documents."""
     env = {
         "GATEWAY_AUTH_MODE": "trusted-header",
         "GATEWAY_TRUSTED_PROXIES": "127.0.0.1/32",
@@ -119,5 +119,5 @@ def hostile_stack() -> Iterator[PrivateStack]:
         "ORCHESTRATOR_RESOURCE_CACHE_SECONDS": "0",
         "MODEL_SERVER_PRELOAD": "true",
     }
-    with private_stack(StackOptions(rules=reliability_rules(), env=env)) as stack:
+    with private_stack(StackOptions(rules=reliability_rules(), env=env, fresh_database=True)) as stack:
         yield stack

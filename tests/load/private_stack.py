@@ -13,6 +13,7 @@ load once); a second concurrent session falls back to a fresh temporary director
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
 import importlib.util
@@ -26,11 +27,13 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+import asyncpg
 import httpx
 
 from stacgis_common.testing import REPO_ROOT, free_port
@@ -44,6 +47,7 @@ NGINX_TEMPLATE = REPO_ROOT / "deploy" / "local" / "nginx.conf.template"
 LOCAL_INFRA = REPO_ROOT / "scripts" / "local_infra.py"
 # Cities of a million people or more: the vector data loads in seconds instead of minutes.
 VECTOR_MIN_POPULATION = "1000000"
+KEEP_LOG_RUNS = 12
 
 TOOL_SERVERS = {
     # name: (package, env prefix, readiness path)
@@ -188,9 +192,30 @@ class Infra:
             "STACGIS_REDIS_PORT": str(self.redis_port),
         }
 
+    database = "stacgis"
+
     @property
     def pg_dsn(self) -> str:
-        return f"postgresql://stacgis:stacgis@127.0.0.1:{self.pg_port}/stacgis"
+        return f"postgresql://stacgis:stacgis@127.0.0.1:{self.pg_port}/{self.database}"
+
+    def _admin(self, sql: str) -> None:
+        async def run() -> None:
+            connection = await asyncpg.connect(f"postgresql://stacgis:stacgis@127.0.0.1:{self.pg_port}/stacgis")
+            try:
+                await connection.execute(sql)
+            finally:
+                await connection.close()
+
+        asyncio.run(run())
+
+    def use_fresh_database(self) -> None:
+        """A new empty database for this stack (dropped by drop_database), instead of the kept one."""
+        self.database = f"reliability_{uuid.uuid4().hex[:12]}"
+        self._admin(f'CREATE DATABASE "{self.database}"')
+
+    def drop_database(self) -> None:
+        if self.database != "stacgis":
+            self._admin(f'DROP DATABASE IF EXISTS "{self.database}" WITH (FORCE)')
 
     @property
     def redis_url(self) -> str:
@@ -263,6 +288,9 @@ class StackOptions:
     # Extra environment for every service (e.g. GATEWAY_MAX_CONCURRENT_RUNS=20).
     env: dict[str, str] = field(default_factory=dict)
     rules: list[dict[str, Any]] = field(default_factory=list)
+    # A throwaway database (the data loads again, ~15 s) instead of the one kept in .local/reliability:
+    # for suites that write what others should not read (poisoned documents, planted memories).
+    fresh_database: bool = False
     # Span files as `make up` writes them (in this stack's log folder); off for benchmarks, since the
     # deployed services export spans over OTLP in the background instead.
     trace_files: bool = True
@@ -274,6 +302,9 @@ class PrivateStack:
         self.state_dir = state_dir
         self.logs = state_dir / "logs" / time.strftime("%Y%m%d-%H%M%S")
         self.logs.mkdir(parents=True, exist_ok=True)
+        # Keep the logs (and span files) of the last runs only.
+        for old in sorted((state_dir / "logs").iterdir())[:-KEEP_LOG_RUNS]:
+            shutil.rmtree(old, ignore_errors=True)
         self.infra = Infra(state_dir)
         self.model: Proc | None = None
         self.tools: dict[str, Proc] = {}
@@ -426,6 +457,8 @@ class PrivateStack:
     def start(self) -> PrivateStack:
         started = time.monotonic()
         self.infra.up()
+        if self.options.fresh_database:
+            self.infra.use_fresh_database()
         self.env = self._service_env()
         (self.logs / "rules.json").write_text(json.dumps({"rules": self.options.rules}, indent=1))
         self.model = Proc(
@@ -494,6 +527,8 @@ class PrivateStack:
     def stop(self) -> None:
         for proc in reversed(self.processes()):
             proc.stop()
+        with contextlib.suppress(OSError, asyncpg.PostgresError):
+            self.infra.drop_database()
         self.infra.down()
 
     # The scripted model's rules.

@@ -105,3 +105,19 @@ async def test_unknown_tool_is_an_error_not_a_crash(toy) -> None:  # type: ignor
             pass
         again = await session.call_tool("whoami", {})
     assert json.loads(again.content[0].text)["user_id"] == "bob"
+
+
+@pytest.mark.asyncio
+async def test_huge_arguments_do_not_come_back_as_huge_errors(toy) -> None:  # type: ignore[no-untyped-def]
+    async with mcp_client(toy.url + "/mcp", token_for("carol")) as session:
+        result = await session.call_tool("check_name", {"name": "x" * 1_000_000})
+        assert result.is_error
+        text = result.content[0].text
+        assert "name: 'xxx" in text
+        assert len(text) < 2_100
+        assert "error truncated" in text
+        wrong_type = await session.call_tool("check_name", {"name": ["y" * 1000] * 1000})
+        assert wrong_type.is_error
+        assert len(wrong_type.content[0].text) < 2_100
+        again = await session.call_tool("whoami", {})
+    assert json.loads(again.content[0].text)["user_id"] == "carol"

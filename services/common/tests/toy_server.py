@@ -6,6 +6,7 @@ import os
 
 import asyncpg
 import redis.asyncio as aioredis
+from mcp.server.mcpserver.exceptions import ToolError
 from pydantic_settings import SettingsConfigDict
 
 from stacgis_common.auth import current_identity
@@ -28,6 +29,12 @@ def whoami() -> dict[str, str | None]:
     """Return the verified caller."""
     identity = current_identity()
     return {"user_id": identity.user_id, "session_id": identity.session_id}
+
+
+@server.tool()
+def check_name(name: str) -> str:
+    """Reject every name, quoting it back (as real argument errors do)."""
+    raise ToolError(f"name: {name!r} is not allowed")
 
 
 async def postgres_answers() -> None:

@@ -11,8 +11,10 @@ from typing import Any
 
 import uvicorn
 from mcp.server.auth.settings import AuthSettings
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, TextContent
 from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
 from starlette.applications import Starlette
@@ -22,9 +24,35 @@ from starlette.routing import BaseRoute, Mount, Route
 from .auth import InternalTokenVerifier
 from .health import Check, health_routes
 from .settings import ServiceSettings
-from .telemetry import MetricsMiddleware, metrics_endpoint, setup_telemetry
+from .telemetry import OTEL_ASGI_OPTIONS, MetricsMiddleware, metrics_endpoint, setup_telemetry
 
 Lifespan = Callable[[Starlette], AbstractAsyncContextManager[None]]
+# Tool errors often quote the offending argument; a 1 MB argument must not come back as a 1 MB error.
+MAX_ERROR_CHARS = 2000
+
+
+def _bounded(text: str) -> str:
+    if len(text) <= MAX_ERROR_CHARS:
+        return text
+    return f"{text[:MAX_ERROR_CHARS]}... [error truncated: {len(text)} characters]"
+
+
+class BoundedToolErrors:
+    """MCP server middleware that caps the size of every error a client gets back."""
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        try:
+            result = await call_next(ctx)
+        except MCPError as error:
+            if len(error.message) <= MAX_ERROR_CHARS:
+                raise
+            raise MCPError(error.code, _bounded(error.message)) from None
+        # Context-tier middleware sees results in wire form.
+        if isinstance(result, dict) and result.get("isError"):
+            for item in result.get("content", []):
+                if isinstance(item, dict) and isinstance(item.get("text"), str):
+                    item["text"] = _bounded(item["text"])
+        return result
 
 
 def create_mcp_server(name: str, settings: ServiceSettings, instructions: str | None = None) -> MCPServer[Any]:
@@ -33,6 +61,7 @@ def create_mcp_server(name: str, settings: ServiceSettings, instructions: str | 
         name=name,
         instructions=instructions,
         token_verifier=InternalTokenVerifier(settings),
+        middleware=[BoundedToolErrors()],
         auth=AuthSettings(
             issuer_url="http://stacgis-gateway",  # type: ignore[arg-type]
             resource_server_url=None,
@@ -94,7 +123,7 @@ def build_tool_server_app(
         routes=routes,
         lifespan=combined_lifespan,
         middleware=[
-            Middleware(OpenTelemetryMiddleware, excluded_urls="healthz,readyz,metrics"),
+            Middleware(OpenTelemetryMiddleware, **OTEL_ASGI_OPTIONS),
             Middleware(MetricsMiddleware, service=service),
         ],
     )
