@@ -13,7 +13,7 @@ from redis.exceptions import RedisError
 
 from stacgis_common.auth import identity_dependency
 from stacgis_common.health import health_routes
-from stacgis_common.telemetry import MetricsMiddleware, metrics_endpoint, setup_telemetry
+from stacgis_common.telemetry import OTEL_ASGI_OPTIONS, MetricsMiddleware, metrics_endpoint, setup_telemetry
 
 from .api import approvals, runs, tools
 from .services import Services
@@ -70,5 +70,5 @@ def create_app(settings: OrchestratorSettings) -> FastAPI:
     app.include_router(approvals.build_router(identity))
     app.include_router(tools.build_router(identity))
     app.add_middleware(MetricsMiddleware, service=SERVICE_NAME)
-    app.add_middleware(OpenTelemetryMiddleware, excluded_urls="healthz,readyz,metrics")
+    app.add_middleware(OpenTelemetryMiddleware, **OTEL_ASGI_OPTIONS)
     return app
