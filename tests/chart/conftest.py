@@ -127,9 +127,7 @@ class Renderer:
                 "is_upgrade": upgrade,
                 "is_install": not upgrade,
             }
-            raw = _native.call_string(
-                "helm_render", self.chart._raw(), json.dumps(values or {}), json.dumps(opts)
-            )
+            raw = _native.call_string("helm_render", self.chart._raw(), json.dumps(values or {}), json.dumps(opts))
             self._cache[key] = Rendered(json.loads(raw))
         return self._cache[key]
 

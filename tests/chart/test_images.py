@@ -57,8 +57,12 @@ def parse_dockerfile(path: Path) -> tuple[dict[str, str], list[Stage]]:
 
 @pytest.mark.parametrize("dockerfile", sorted(DOCKERFILES))
 def test_hadolint_clean(dockerfile: str) -> None:
-    result = subprocess.run([str(HADOLINT), "--failure-threshold", "style", "--no-color", dockerfile],
-                            capture_output=True, text=True, cwd=REPO)
+    result = subprocess.run(
+        [str(HADOLINT), "--failure-threshold", "style", "--no-color", dockerfile],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -279,6 +283,7 @@ def test_skaffold_profiles_and_port_forward(renderer: Renderer) -> None:
 
 # -- frontend nginx ---------------------------------------------------------------------------
 
+
 @pytest.fixture
 def nginx(tmp_path: Path) -> Any:
     binary = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
@@ -308,8 +313,11 @@ def nginx(tmp_path: Path) -> Any:
           fastcgi_temp_path {tmp_path}/fastcgi; uwsgi_temp_path {tmp_path}/uwsgi; scgi_temp_path {tmp_path}/scgi;
           include {tmp_path}/server.conf;
         }}""")
-    check = subprocess.run([binary, "-t", "-c", str(tmp_path / "nginx.conf"), "-e", str(tmp_path / "error.log")],
-                           capture_output=True, text=True)
+    check = subprocess.run(
+        [binary, "-t", "-c", str(tmp_path / "nginx.conf"), "-e", str(tmp_path / "error.log")],
+        capture_output=True,
+        text=True,
+    )
     assert check.returncode == 0, check.stderr
     proc = subprocess.Popen([binary, "-c", str(tmp_path / "nginx.conf"), "-e", str(tmp_path / "error.log")])
     import httpx

@@ -17,9 +17,16 @@ from .conftest import RELEASE, Rendered, Renderer, load_values
 Edge = tuple[str, str, int]
 
 PORTS = {
-    "frontend": 8080, "chat-gateway": 8000, "agent-orchestrator": 8001, "raster-tools": 8011,
-    "vector-tools": 8012, "knowledge-tools": 8013, "memory-tools": 8014,
-    "ollama": 11434, "postgresql": 5432, "redis": 6379,
+    "frontend": 8080,
+    "chat-gateway": 8000,
+    "agent-orchestrator": 8001,
+    "raster-tools": 8011,
+    "vector-tools": 8012,
+    "knowledge-tools": 8013,
+    "memory-tools": 8014,
+    "ollama": 11434,
+    "postgresql": 5432,
+    "redis": 6379,
 }
 TOOLS = ("raster-tools", "vector-tools", "knowledge-tools", "memory-tools")
 EMBEDDERS = ("agent-orchestrator", "vector-tools", "knowledge-tools", "memory-tools")
@@ -32,7 +39,8 @@ def e(src: str, dst: str, port: int | None = None) -> Edge:
 
 # The arrows of the design (DESIGN.md, section 1).
 DESIGN = {
-    e("ingress-controller", "frontend"), e("ingress-controller", "chat-gateway"),
+    e("ingress-controller", "frontend"),
+    e("ingress-controller", "chat-gateway"),
     e("ingress-controller", "raster-tools"),
     e("chat-gateway", "agent-orchestrator"),
     *(e("agent-orchestrator", t) for t in TOOLS),
@@ -48,8 +56,10 @@ BUNDLED_POSTGRES = {e(s, "postgresql") for s in ("chat-gateway", "vector-tools",
 # Operational edges: hook Jobs and helm test Pods.
 JOBS_ON_BUNDLED = {
     e("migrations", "postgresql"),
-    e("vector-load", "postgresql"), e("knowledge-ingest", "postgresql"),
-    e("vector-load", "ollama"), e("knowledge-ingest", "ollama"),
+    e("vector-load", "postgresql"),
+    e("knowledge-ingest", "postgresql"),
+    e("vector-load", "ollama"),
+    e("knowledge-ingest", "ollama"),
     e("model-pull", "ollama"),
 }
 HELM_TESTS = {e("test", c) for c in ("frontend", *PYTHON)}
@@ -74,8 +84,10 @@ def _known_peers(values: dict[str, Any]) -> dict[str, str]:
     np = values.get("networkPolicy", {})
     defaults = {
         "ingressControllerPeers": [
-            {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ingress-nginx"}},
-             "podSelector": {"matchLabels": {"app.kubernetes.io/name": "ingress-nginx"}}}
+            {
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ingress-nginx"}},
+                "podSelector": {"matchLabels": {"app.kubernetes.io/name": "ingress-nginx"}},
+            }
         ],
         "prometheusPeers": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}],
     }
@@ -139,9 +151,12 @@ def test_production_graph_uses_external_stores(prod: Rendered) -> None:
 
 
 def test_external_llm_and_remote_stac(renderer: Renderer) -> None:
-    values = {"ollama": {"enabled": False}, "llm": {"baseUrl": "https://llm.example.com"},
-              "rasterTools": {"stac": {"url": "https://stac.example.com/api"}},
-              "datasets": {"vector": {"enabled": False}, "knowledge": {"enabled": False}}}
+    values = {
+        "ollama": {"enabled": False},
+        "llm": {"baseUrl": "https://llm.example.com"},
+        "rasterTools": {"stac": {"url": "https://stac.example.com/api"}},
+        "datasets": {"vector": {"enabled": False}, "knowledge": {"enabled": False}},
+    }
     edges = graph(renderer.render(values), values)
     assert not any("ollama" in (src, dst) for src, dst, _ in edges)
     for embedder in EMBEDDERS:
@@ -155,8 +170,13 @@ def test_every_pod_is_denied_by_default_and_may_resolve_names(renderer: Renderer
     rendered = renderer.values_set(values_set)
     policies = rendered.kinds("NetworkPolicy")
     wide = [p for p in policies if "app.kubernetes.io/component" not in p["spec"]["podSelector"]["matchLabels"]]
-    deny = [p for p in wide if set(p["spec"]["policyTypes"]) == {"Ingress", "Egress"}
-            and not p["spec"].get("ingress") and not p["spec"].get("egress")]
+    deny = [
+        p
+        for p in wide
+        if set(p["spec"]["policyTypes"]) == {"Ingress", "Egress"}
+        and not p["spec"].get("ingress")
+        and not p["spec"].get("egress")
+    ]
     (dns,) = [p for p in wide if p not in deny]
     assert len(deny) == 1
     dns_ports = {(port["port"], port["protocol"]) for port in dns["spec"]["egress"][0]["ports"]}

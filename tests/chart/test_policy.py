@@ -174,8 +174,9 @@ def test_every_image_is_pinned(each_set: tuple[str, Rendered]) -> None:
 
 def test_registry_and_digest_compose(renderer: Renderer) -> None:
     digest = "sha256:" + "a" * 64
-    rendered = renderer.render({"image": {"registry": "registry.example.com/team", "tag": "1.2.3"},
-                                "gateway": {"image": {"digest": digest}}})
+    rendered = renderer.render(
+        {"image": {"registry": "registry.example.com/team", "tag": "1.2.3"}, "gateway": {"image": {"digest": digest}}}
+    )
     gateway = rendered.get("Deployment", name_of("chat-gateway"))["spec"]["template"]["spec"]["containers"][0]
     assert gateway["image"] == f"registry.example.com/team/stacgis/chat-gateway:1.2.3@{digest}"
     ollama = rendered.get("Deployment", name_of("ollama"))["spec"]["template"]["spec"]["containers"][0]
@@ -208,10 +209,12 @@ def test_settings_reach_each_service(default: Rendered) -> None:
     assert gateway["GATEWAY_AUTH_MODE"] == "anonymous"
     orchestrator = _config(default, "agent-orchestrator")
     servers = json.loads(orchestrator["ORCHESTRATOR_MCP_SERVERS"])
-    assert servers == {"raster": f"http://{name_of('raster-tools')}:8011/mcp",
-                       "vector": f"http://{name_of('vector-tools')}:8012/mcp",
-                       "knowledge": f"http://{name_of('knowledge-tools')}:8013/mcp",
-                       "memory": f"http://{name_of('memory-tools')}:8014/mcp"}
+    assert servers == {
+        "raster": f"http://{name_of('raster-tools')}:8011/mcp",
+        "vector": f"http://{name_of('vector-tools')}:8012/mcp",
+        "knowledge": f"http://{name_of('knowledge-tools')}:8013/mcp",
+        "memory": f"http://{name_of('memory-tools')}:8014/mcp",
+    }
     assert orchestrator["ORCHESTRATOR_LLM_BASE_URL"] == f"http://{name_of('ollama')}:11434"
     raster = _config(default, "raster-tools")
     assert raster["RASTER_PUBLIC_BASE_URL"] == "http://stacgis.local"
@@ -236,8 +239,9 @@ def test_mcp_servers_accept_their_service_host_names(default: Rendered) -> None:
 
 
 def test_config_values_override_and_extend(renderer: Renderer, default: Rendered) -> None:
-    rendered = renderer.render({"orchestrator": {"config": {"max_steps": 12, "TOOL_TIMEOUT_SECONDS": 2.5,
-                                                            "EXTRA_HEADERS": {"x-team": "geo"}}}})
+    rendered = renderer.render(
+        {"orchestrator": {"config": {"max_steps": 12, "TOOL_TIMEOUT_SECONDS": 2.5, "EXTRA_HEADERS": {"x-team": "geo"}}}}
+    )
     config = _config(rendered, "agent-orchestrator")
     assert config["ORCHESTRATOR_MAX_STEPS"] == "12"
     assert config["ORCHESTRATOR_TOOL_TIMEOUT_SECONDS"] == "2.5"
@@ -290,8 +294,12 @@ def test_references_resolve(each_set: tuple[str, Rendered]) -> None:
                     problems.append(f"secret key {ref['name']}/{ref['key']}")
     for service in rendered.kinds("Service"):
         selector = service["spec"]["selector"]
-        matching = [d for d, _ in rendered.workloads() if d["kind"] in ("Deployment", "StatefulSet")
-                    and selector.items() <= d["spec"]["template"]["metadata"]["labels"].items()]
+        matching = [
+            d
+            for d, _ in rendered.workloads()
+            if d["kind"] in ("Deployment", "StatefulSet")
+            and selector.items() <= d["spec"]["template"]["metadata"]["labels"].items()
+        ]
         if len(matching) != 1:
             problems.append(f"service {service['metadata']['name']} selects {len(matching)} workloads")
             continue
@@ -328,7 +336,8 @@ def test_bundled_stores_compose_urls_from_the_password_secret(default: Rendered)
     # $(VAR) expansion only sees variables defined earlier in the list.
     assert names.index("STACGIS_POSTGRES_PASSWORD") < names.index("GATEWAY_DATABASE_URL")
     assert env["GATEWAY_DATABASE_URL"]["value"] == (
-        f"postgresql://stacgis:$(STACGIS_POSTGRES_PASSWORD)@{name_of('postgresql')}:5432/stacgis")
+        f"postgresql://stacgis:$(STACGIS_POSTGRES_PASSWORD)@{name_of('postgresql')}:5432/stacgis"
+    )
     assert env["GATEWAY_REDIS_URL"]["value"] == f"redis://:$(STACGIS_REDIS_PASSWORD)@{name_of('redis')}:6379/0"
     postgres = default.get("StatefulSet", name_of("postgresql"))
     assert postgres["spec"]["template"]["spec"]["containers"][0]["image"].startswith("pgvector/pgvector:")
@@ -342,7 +351,9 @@ def test_external_stores_replace_the_bundled_ones(prod: Rendered) -> None:
     (c,) = prod.get("Deployment", name_of("chat-gateway"))["spec"]["template"]["spec"]["containers"]
     env = env_of(c)
     assert env["GATEWAY_DATABASE_URL"]["valueFrom"]["secretKeyRef"] == {
-        "name": "stacgis-postgresql-url", "key": "database-url"}
+        "name": "stacgis-postgresql-url",
+        "key": "database-url",
+    }
     assert env["GATEWAY_REDIS_URL"]["valueFrom"]["secretKeyRef"] == {"name": "stacgis-redis-url", "key": "redis-url"}
 
 
@@ -378,8 +389,9 @@ def rendered_claim(spec: dict[str, Any]) -> str | None:
 
 
 def test_ollama_mig_slice_and_runtime_class(renderer: Renderer) -> None:
-    rendered = renderer.render({"ollama": {"runtimeClassName": "nvidia",
-                                           "gpu": {"resourceName": "nvidia.com/mig-1g.10gb", "count": 2}}})
+    rendered = renderer.render(
+        {"ollama": {"runtimeClassName": "nvidia", "gpu": {"resourceName": "nvidia.com/mig-1g.10gb", "count": 2}}}
+    )
     spec, c = _ollama(rendered)
     assert c["resources"]["limits"]["nvidia.com/mig-1g.10gb"] == 2
     assert "nvidia.com/gpu" not in c["resources"]["limits"]
@@ -400,8 +412,9 @@ def test_ollama_model_volume_survives_uninstall(default: Rendered) -> None:
 
 
 def test_external_llm_replaces_ollama(renderer: Renderer, chart: helm_python.Chart) -> None:
-    rendered = renderer.render({"ollama": {"enabled": False},
-                                "llm": {"provider": "openai", "baseUrl": "https://llm.example.com/v1"}})
+    rendered = renderer.render(
+        {"ollama": {"enabled": False}, "llm": {"provider": "openai", "baseUrl": "https://llm.example.com/v1"}}
+    )
     assert not rendered.has("Deployment", name_of("ollama"))
     assert not rendered.has("Job", name_of("model-pull"))
     config = _config(rendered, "agent-orchestrator")
@@ -449,9 +462,16 @@ def test_tiles_advertise_the_public_https_url(prod: Rendered) -> None:
 def test_gateway_api_route(renderer: Renderer, chart: helm_python.Chart) -> None:
     with pytest.raises(helm_python.HelmError, match=r"httpRoute\.parentRefs"):
         chart.render(values={"httpRoute": {"enabled": True}}, name="demo", namespace=NAMESPACE)
-    rendered = renderer.render({"ingress": {"enabled": False}, "httpRoute": {
-        "enabled": True, "hostnames": ["stacgis.example.com"],
-        "parentRefs": [{"name": "public", "namespace": "gateways"}]}})
+    rendered = renderer.render(
+        {
+            "ingress": {"enabled": False},
+            "httpRoute": {
+                "enabled": True,
+                "hostnames": ["stacgis.example.com"],
+                "parentRefs": [{"name": "public", "namespace": "gateways"}],
+            },
+        }
+    )
     assert not rendered.kinds("Ingress")
     (route,) = rendered.kinds("HTTPRoute")
     assert route["apiVersion"] == "gateway.networking.k8s.io/v1"
@@ -483,7 +503,8 @@ def test_demo_data_builds_before_raster_tools_start(default: Rendered, prod: Ren
     claim = default.get("PersistentVolumeClaim", name_of("raster-data"))
     assert claim["metadata"]["annotations"]["helm.sh/hook"] == "pre-install"
     assert int(claim["metadata"]["annotations"]["helm.sh/hook-weight"]) < int(
-        job["metadata"]["annotations"]["helm.sh/hook-weight"])
+        job["metadata"]["annotations"]["helm.sh/hook-weight"]
+    )
     (c,) = job["spec"]["template"]["spec"]["containers"]
     assert "python -m stacgis_raster.demo_data" in c["command"][2]
     assert c["args"][c["args"].index("--out") + 1] == "/data/demo"

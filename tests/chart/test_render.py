@@ -45,9 +45,7 @@ def test_helm_lint_strict(values_set: str) -> None:
 @pytest.mark.parametrize("kube_version", KUBE_VERSIONS)
 @pytest.mark.parametrize("monitoring", [False, True], ids=["no-crds", "monitoring-crds"])
 @pytest.mark.parametrize("values_set", sorted(VALUES_FILES))
-def test_manifests_validate_strictly(
-    renderer: Renderer, values_set: str, monitoring: bool, kube_version: str
-) -> None:
+def test_manifests_validate_strictly(renderer: Renderer, values_set: str, monitoring: bool, kube_version: str) -> None:
     rendered = renderer.values_set(values_set, monitoring=monitoring, kube_version=kube_version)
     failures = []
     validated = 0
@@ -72,8 +70,10 @@ def test_monitoring_resources_follow_the_crds(renderer: Renderer) -> None:
     assert len(with_crds.kinds("PrometheusRule")) == 1
     forced = renderer.render({"monitoring": {"force": True}})
     assert len(forced.kinds("ServiceMonitor")) == 1
-    off = renderer.render({"monitoring": {"serviceMonitor": {"enabled": False}, "prometheusRule": {"enabled": False}}},
-                          api_versions=(MONITORING_API,))
+    off = renderer.render(
+        {"monitoring": {"serviceMonitor": {"enabled": False}, "prometheusRule": {"enabled": False}}},
+        api_versions=(MONITORING_API,),
+    )
     assert not off.kinds("ServiceMonitor") and not off.kinds("PrometheusRule")
 
 
@@ -86,8 +86,11 @@ def test_service_monitor_scrapes_every_python_service(prod: Any) -> None:
     assert monitor["apiVersion"] == MONITORING_API
     assert monitor["metadata"]["labels"]["release"] == "kube-prometheus-stack"
     selector = monitor["spec"]["selector"]["matchLabels"]
-    scraped = {s["metadata"]["labels"]["app.kubernetes.io/component"]
-               for s in prod.kinds("Service") if _selects(selector, s["metadata"]["labels"])}
+    scraped = {
+        s["metadata"]["labels"]["app.kubernetes.io/component"]
+        for s in prod.kinds("Service")
+        if _selects(selector, s["metadata"]["labels"])
+    }
     assert scraped == PYTHON_COMPONENTS
     assert monitor["spec"]["namespaceSelector"] == {"matchNames": [NAMESPACE]}
     (endpoint,) = monitor["spec"]["endpoints"]
@@ -122,12 +125,24 @@ def test_dashboards_become_sidecar_configmaps(tmp_path: Path) -> None:
     shutil.copytree(CHART, chart_copy)
     dashboard = '{"title": "stacgis overview", "panels": []}'
     (chart_copy / "dashboards" / "Overview_Board.json").write_text(dashboard)
-    values = {"grafana": {"dashboards": {"label": "grafana_dashboard", "labelValue": "yes",
-                                         "annotations": {"grafana_folder": "stacgis"}}}}
+    values = {
+        "grafana": {
+            "dashboards": {
+                "label": "grafana_dashboard",
+                "labelValue": "yes",
+                "annotations": {"grafana_folder": "stacgis"},
+            }
+        }
+    }
     with helm_python.Chart.load(chart_copy) as copy:
         files = copy.render(values=values, name=RELEASE, namespace=NAMESPACE)
-    docs = [d for path, text in files.items() if not path.endswith(".txt")
-            for d in yaml.safe_load_all(text) if d and d.get("kind") == "ConfigMap"]
+    docs = [
+        d
+        for path, text in files.items()
+        if not path.endswith(".txt")
+        for d in yaml.safe_load_all(text)
+        if d and d.get("kind") == "ConfigMap"
+    ]
     (cm,) = [d for d in docs if d["metadata"]["name"] == name_of("dashboard-overview-board")]
     assert cm["metadata"]["labels"]["grafana_dashboard"] == "yes"
     assert cm["metadata"]["annotations"] == {"grafana_folder": "stacgis"}
@@ -151,13 +166,28 @@ def test_helm_binary_agrees(renderer: Renderer, values_set: str, tmp_path: Path)
     """The helm CLI lints the chart strictly and renders the same objects as the SDK."""
     env = {**os.environ, **{f"HELM_{k}_HOME": str(tmp_path / k.lower()) for k in ("CACHE", "CONFIG", "DATA")}}
     values_args = [] if VALUES_FILES[values_set] is None else ["-f", str(VALUES_FILES[values_set])]
-    lint = subprocess.run([str(HELM), "lint", "--strict", str(CHART), *values_args],
-                          capture_output=True, text=True, env=env)
+    lint = subprocess.run(
+        [str(HELM), "lint", "--strict", str(CHART), *values_args], capture_output=True, text=True, env=env
+    )
     assert lint.returncode == 0, lint.stdout + lint.stderr
     template = subprocess.run(
-        [str(HELM), "template", RELEASE, str(CHART), "-n", NAMESPACE, "--api-versions", MONITORING_API,
-         "--kube-version", "1.31.0", *values_args],
-        capture_output=True, text=True, env=env, check=True,
+        [
+            str(HELM),
+            "template",
+            RELEASE,
+            str(CHART),
+            "-n",
+            NAMESPACE,
+            "--api-versions",
+            MONITORING_API,
+            "--kube-version",
+            "1.31.0",
+            *values_args,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
     )
     cli = {(d["kind"], d["metadata"]["name"]) for d in yaml.safe_load_all(template.stdout) if d}
     sdk = renderer.values_set(values_set, monitoring=True)

@@ -36,8 +36,7 @@ BAD_VALUES: dict[str, tuple[dict[str, Any], str]] = {
     "hosts as a string": ({"ingress": {"hosts": "stacgis.example.com"}}, "hosts"),
     "LLM URL without scheme": ({"llm": {"baseUrl": "ollama:11434"}}, "baseUrl"),
     "unknown log level": ({"logLevel": "verbose"}, "logLevel"),
-    "network peer with unknown selector": (
-        {"networkPolicy": {"dnsPeers": [{"nodeSelector": {}}]}}, "nodeSelector"),
+    "network peer with unknown selector": ({"networkPolicy": {"dnsPeers": [{"nodeSelector": {}}]}}, "nodeSelector"),
     "embedding dimension zero": ({"embeddings": {"dimension": 0}}, "dimension"),
 }
 
@@ -55,8 +54,9 @@ def test_shipped_values_pass_the_schema(chart: helm_python.Chart, values_set: st
 
 
 def test_config_maps_accept_any_setting(chart: helm_python.Chart) -> None:
-    chart.validate_schema({"orchestrator": {"config": {"MAX_STEPS": 12, "tool_timeout_seconds": 2.5,
-                                                       "extra_servers": {"a": "http://a"}}}})
+    chart.validate_schema(
+        {"orchestrator": {"config": {"MAX_STEPS": 12, "tool_timeout_seconds": 2.5, "extra_servers": {"a": "http://a"}}}}
+    )
 
 
 def _objects(node: dict[str, Any], path: str = "") -> list[tuple[str, dict[str, Any]]]:
@@ -74,10 +74,13 @@ def _objects(node: dict[str, Any], path: str = "") -> list[tuple[str, dict[str, 
 
 def test_every_object_rejects_unknown_keys() -> None:
     """Closed objects everywhere; open only for typed maps and Kubernetes pass-through objects."""
-    loose = [path for path, node in _objects(SCHEMA)
-             if node.get("additionalProperties") is not False
-             and not isinstance(node.get("additionalProperties"), dict)
-             and "$comment" not in node]
+    loose = [
+        path
+        for path, node in _objects(SCHEMA)
+        if node.get("additionalProperties") is not False
+        and not isinstance(node.get("additionalProperties"), dict)
+        and "$comment" not in node
+    ]
     assert loose == []
 
 
@@ -105,6 +108,7 @@ def test_every_value_is_documented() -> None:
 
 
 def test_schema_is_generated_from_values() -> None:
-    result = subprocess.run([sys.executable, str(CHART / "hack" / "gen_schema.py"), "--check"],
-                            capture_output=True, text=True, cwd=REPO)
+    result = subprocess.run(
+        [sys.executable, str(CHART / "hack" / "gen_schema.py"), "--check"], capture_output=True, text=True, cwd=REPO
+    )
     assert result.returncode == 0, result.stdout + result.stderr
