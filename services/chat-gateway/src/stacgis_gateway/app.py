@@ -11,14 +11,16 @@ from typing import Any
 import asyncpg
 import redis.exceptions
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.exception_handlers import http_exception_handler
+from fastapi.responses import JSONResponse, Response
 from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware import Middleware
 from starlette.routing import Route
 
 from stacgis_common.health import health_routes
-from stacgis_common.telemetry import MetricsMiddleware, metrics_endpoint, setup_telemetry
+from stacgis_common.telemetry import OTEL_ASGI_OPTIONS, MetricsMiddleware, metrics_endpoint, setup_telemetry
 
 from .api import chat, meta, runs, sessions
 from .api.problems import ApiProblem, problem_handler
@@ -27,6 +29,7 @@ from .bodylimit import BodyLimitMiddleware
 from .config import GatewaySettings
 from .deps import Gateway
 from .gate import ConcurrencyGate
+from .history_writes import HistoryWriter
 from .keys import RedisKeys
 from .orchestrator import OrchestratorClient
 from .ratelimit import RateLimiter
@@ -39,6 +42,10 @@ from .streaming import MAX_BLOCK_SECONDS
 SERVICE = "chat-gateway"
 API_PREFIX = "/api/v1"
 STARTUP_WAIT_SECONDS = 30.0
+# Suggested wait before retrying when Redis or Postgres is unavailable.
+UNAVAILABLE_RETRY_AFTER_SECONDS = 2
+# What FastAPI answers (400) when a body cannot even be decoded as JSON text (e.g. not UTF-8).
+BODY_PARSE_ERROR = "There was an error parsing the body"
 log = logging.getLogger(__name__)
 
 
@@ -60,14 +67,19 @@ async def build_gateway(settings: GatewaySettings) -> Gateway:
     keys = RedisKeys(settings.redis_key_prefix)
     # RESP2 (the shape runstore parses). The socket timeout must outlast the longest XREAD BLOCK
     # (redis-py's default of 5 s equals it, so an idle stream would be cut), yet still end a dead socket.
-    client: Redis = Redis.from_url(
+    # Every open SSE stream holds a connection during its XREAD BLOCK: the pool is sized for thousands of
+    # them, and when it is exhausted a command waits for a free connection rather than failing at once.
+    pool = BlockingConnectionPool.from_url(
         settings.redis_url,
+        max_connections=settings.redis_max_connections,
+        timeout=settings.redis_pool_timeout_seconds,
         decode_responses=True,
         protocol=2,
         socket_connect_timeout=5,
         socket_timeout=MAX_BLOCK_SECONDS + 10,
         health_check_interval=30,
     )
+    client: Redis = Redis.from_pool(pool)
     store = await _open_store(settings)
     session_service = SessionService(
         client,
@@ -82,7 +94,8 @@ async def build_gateway(settings: GatewaySettings) -> Gateway:
     orchestrator = OrchestratorClient(
         settings.orchestrator_url, settings.orchestrator_read_timeout_seconds, settings.max_concurrent_runs + 16
     )
-    manager = RunManager(settings, run_store, session_service, store, gate, orchestrator)
+    history = HistoryWriter(store, client, keys, settings.history_retry_seconds, settings.history_flush_seconds)
+    manager = RunManager(settings, run_store, session_service, history, gate, orchestrator)
     return Gateway(
         settings=settings,
         redis=client,
@@ -93,6 +106,7 @@ async def build_gateway(settings: GatewaySettings) -> Gateway:
         limiter=RateLimiter(client, keys, settings.rate_limit_per_minute),
         runs=run_store,
         manager=manager,
+        history=history,
         orchestrator=orchestrator,
         auth=build_authenticator(settings),
     )
@@ -101,7 +115,20 @@ async def build_gateway(settings: GatewaySettings) -> Gateway:
 async def _unavailable(_: Request, error: Exception) -> JSONResponse:
     store = "Redis" if isinstance(error, redis.exceptions.RedisError) else "Postgres"
     log.warning("dependency unavailable", extra={"store": store, "error": repr(error)})
-    return JSONResponse({"detail": f"{store} is unavailable; retry shortly"}, status_code=503)
+    return JSONResponse(
+        {"detail": f"{store} is unavailable; retry shortly"},
+        status_code=503,
+        headers={"Retry-After": str(UNAVAILABLE_RETRY_AFTER_SECONDS)},
+    )
+
+
+async def _http_error(request: Request, error: Exception) -> Response:
+    """FastAPI's 400 for a body it cannot decode becomes the documented 422 naming the body."""
+    assert isinstance(error, StarletteHTTPException)
+    if error.status_code == 400 and error.detail == BODY_PARSE_ERROR:
+        problem = {"type": "json_invalid", "loc": ["body"], "msg": "the body is not JSON text (UTF-8)"}
+        return JSONResponse({"detail": [problem]}, status_code=422)
+    return await http_exception_handler(request, error)
 
 
 def create_app(settings: GatewaySettings) -> FastAPI:
@@ -111,10 +138,12 @@ def create_app(settings: GatewaySettings) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         gateway = await build_gateway(settings)
         app.state.gateway = gateway
+        flusher = asyncio.create_task(gateway.history.flush_periodically(), name="history-flush")
         log.info("chat-gateway ready", extra={"auth_mode": settings.auth_mode, "port": settings.port})
         try:
             yield
         finally:
+            flusher.cancel()
             await gateway.manager.shutdown(settings.shutdown_grace_seconds)
             await gateway.orchestrator.aclose()
             await gateway.store.close()
@@ -129,7 +158,7 @@ def create_app(settings: GatewaySettings) -> FastAPI:
         docs_url=f"{API_PREFIX}/docs",
         redoc_url=None,
         middleware=[
-            Middleware(OpenTelemetryMiddleware, excluded_urls="healthz,readyz,metrics"),
+            Middleware(OpenTelemetryMiddleware, **OTEL_ASGI_OPTIONS),
             Middleware(MetricsMiddleware, service=SERVICE),
             Middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes),
             Middleware(CookieMiddleware),
@@ -138,12 +167,13 @@ def create_app(settings: GatewaySettings) -> FastAPI:
     for router in (chat.router, sessions.router, runs.router, meta.router):
         app.include_router(router, prefix=API_PREFIX)
     app.add_exception_handler(ApiProblem, problem_handler)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
     unavailable: tuple[type[Exception], ...] = (
         redis.exceptions.ConnectionError,
         redis.exceptions.TimeoutError,
         asyncpg.PostgresConnectionError,
         asyncpg.InterfaceError,
-        asyncpg.CannotConnectNowError,
+        asyncpg.exceptions.OperatorInterventionError,  # cannot connect now, admin or crash shutdown
         ConnectionError,
     )
     for kind in unavailable:

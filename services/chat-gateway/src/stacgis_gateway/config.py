@@ -35,6 +35,10 @@ class GatewaySettings(ServiceSettings):
     redis_url: str = "redis://127.0.0.1:56379/0"
     # Prepended to every Redis key, so several deployments can share one Redis.
     redis_key_prefix: str = ""
+    # Every SSE stream holds a connection during its blocking XREAD, so the pool must be sized for
+    # thousands of streams; when all are taken a command waits this long for one instead of failing.
+    redis_max_connections: int = Field(default=4000, ge=10)
+    redis_pool_timeout_seconds: float = Field(default=10.0, gt=0)
     orchestrator_url: str = "http://127.0.0.1:8001"
     # Seconds the orchestrator may stay silent mid-run (model latency, approvals) before the run fails.
     orchestrator_read_timeout_seconds: float = Field(default=300.0, gt=0)
@@ -79,6 +83,10 @@ class GatewaySettings(ServiceSettings):
     # On shutdown, running runs get this long to finish before they are ended with an error.
     shutdown_grace_seconds: float = Field(default=10.0, ge=0)
     db_pool_max_size: int = Field(default=10, ge=1)
+    # A finished run's history write is retried this long before it is parked in Redis (Postgres down),
+    # and parked writes are flushed to Postgres every `history_flush_seconds`.
+    history_retry_seconds: float = Field(default=10.0, ge=0)
+    history_flush_seconds: float = Field(default=5.0, gt=0)
 
     model_label: str = "qwen3"
     provider_label: str = "ollama"

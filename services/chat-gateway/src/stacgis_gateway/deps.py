@@ -11,6 +11,7 @@ from redis.asyncio import Redis
 from .auth import Authenticator, AuthError
 from .config import GatewaySettings
 from .gate import ConcurrencyGate
+from .history_writes import HistoryWriter
 from .keys import RedisKeys
 from .orchestrator import OrchestratorClient
 from .ratelimit import RateLimiter
@@ -31,6 +32,7 @@ class Gateway:
     limiter: RateLimiter
     runs: RunStore
     manager: RunManager
+    history: HistoryWriter
     orchestrator: OrchestratorClient
     auth: Authenticator
 

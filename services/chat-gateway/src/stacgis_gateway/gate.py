@@ -6,11 +6,19 @@ a replica that dies leaves slots that are pruned once they are older than the sl
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from dataclasses import dataclass
 
+import redis.exceptions
 from redis.asyncio import Redis
 
 from .metrics import GATE_CAPACITY, GATE_SLOTS_IN_USE
+
+log = logging.getLogger(__name__)
+# A slot whose release fails stays taken until the TTL prunes it, so a release is retried a few times.
+RELEASE_ATTEMPTS = 4
+RELEASE_FIRST_DELAY_SECONDS = 0.25
 
 # Server time (not the replicas' clocks) scores every entry, so clock skew between replicas cannot
 # prune live slots. Scripts replicate by effects (Redis >= 5), which makes TIME allowed here.
@@ -101,7 +109,24 @@ class ConcurrencyGate:
         return bool(await self._refresh(keys=[self._key], args=[member]))
 
     async def release(self, member: str) -> Capacity:
-        return self._observe(int(await self._release(keys=[self._key], args=[self._ttl, member])))
+        delay = RELEASE_FIRST_DELAY_SECONDS
+        for attempt in range(1, RELEASE_ATTEMPTS + 1):
+            try:
+                return self._observe(int(await self._release(keys=[self._key], args=[self._ttl, member])))
+            except redis.exceptions.RedisError as error:
+                if attempt == RELEASE_ATTEMPTS:
+                    raise
+                log.warning("gate release failed; retrying", extra={"run_id": member, "error": repr(error)})
+                await asyncio.sleep(delay)
+                delay *= 2
+        raise AssertionError("unreachable")
+
+    async def release_quietly(self, member: str) -> None:
+        """Release on an error path: never raises, so the original error is what the caller sees."""
+        try:
+            await self.release(member)
+        except Exception:
+            log.exception("could not release a gate slot; the TTL will prune it", extra={"run_id": member})
 
     async def capacity(self) -> Capacity:
         return self._observe(int(await self._count(keys=[self._key], args=[self._ttl])))

@@ -14,6 +14,11 @@ class RedisKeys:
         """Sorted set of active runs scored by their last refresh (server time)."""
         return f"{self.prefix}chat:active_slots"
 
+    @property
+    def pending_history(self) -> str:
+        """Hash run id -> JSON of a finished run's history write that Postgres could not take yet."""
+        return f"{self.prefix}chat:pending_history"
+
     def session(self, session_id: str) -> str:
         """Cached session: owner and recent model history (JSON), TTL refreshed on every message."""
         return f"{self.prefix}chat:session:{session_id}"

@@ -29,3 +29,9 @@ RUNS_FINISHED = Counter(
 INVALID_EVENTS = Counter(
     "stacgis_gateway_invalid_events_total", "Orchestrator events dropped because they do not parse as AgentEvent"
 )
+HISTORY_WRITES = Counter(
+    "stacgis_gateway_history_writes_total",
+    "Finished runs' history writes, by outcome: stored, duplicate, parked (Postgres down, kept in Redis), "
+    "flushed (a parked write stored later), failed",
+    ["outcome"],
+)

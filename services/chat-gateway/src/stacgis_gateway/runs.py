@@ -21,12 +21,13 @@ from stacgis_common.auth import mint_internal_token
 from .config import GatewaySettings
 from .events import TERMINAL, as_int, check, make_event, normalise
 from .gate import ConcurrencyGate
+from .history_writes import HistoryWriter
 from .messages import ChatMessage
 from .metrics import INVALID_EVENTS, RUNS_FINISHED
 from .orchestrator import OrchestratorClient, OrchestratorError
 from .runstore import RunMeta, RunStore
 from .sessions import Session, SessionService
-from .store import HistoryStore, RunRecord
+from .store import RunRecord
 
 log = logging.getLogger(__name__)
 
@@ -99,14 +100,14 @@ class RunManager:
         settings: GatewaySettings,
         runs: RunStore,
         sessions: SessionService,
-        store: HistoryStore,
+        history: HistoryWriter,
         gate: ConcurrencyGate,
         orchestrator: OrchestratorClient,
     ) -> None:
         self._settings = settings
         self._runs = runs
         self._sessions = sessions
-        self._store = store
+        self._history = history
         self._gate = gate
         self._orchestrator = orchestrator
         self._tasks: dict[str, tuple[asyncio.Task[None], _RunState]] = {}
@@ -171,8 +172,12 @@ class RunManager:
             log.exception("run failed", extra={"run_id": run_id})
             state.fail(run_id, "internal", f"the gateway failed: {type(error).__name__}")
         finally:
-            keeper.cancel()
-            await self._finish(spec, state)
+            # The keeper goes on while the history is written (which may wait for Postgres), so the run
+            # keeps its slot and lock and no other replica declares it lost meanwhile.
+            try:
+                await self._finish(spec, state)
+            finally:
+                keeper.cancel()
 
     async def _forward(self, spec: RunSpec, state: _RunState, event: dict[str, Any]) -> None:
         parsed = normalise(event)
@@ -216,7 +221,12 @@ class RunManager:
             except Exception as error:  # a Redis hiccup must not end the run
                 log.warning("run keep-alive failed", extra={"run_id": spec.run_id, "error": repr(error)})
                 continue
-            if cancel_at is not None and time.time() >= cancel_at and state.stop_reason is None:
+            if (
+                cancel_at is not None
+                and time.time() >= cancel_at
+                and state.stop_reason is None
+                and state.terminal is None  # already ending: the cancel must not cut the history write
+            ):
                 state.stop_reason = "cancelled"
                 task.cancel()
 
@@ -259,11 +269,11 @@ class RunManager:
             started_at=spec.started_at,
         )
         # Each step on its own: a failing store must not keep the slot or hide the final event.
-        try:
-            if await self._store.record_run(record, messages):
+        # Retried while Postgres is down, then parked in Redis: a run the browser sees end is never lost.
+        written = await self._history.write(record, messages)
+        if written in ("stored", "parked"):
+            with _logged("update the session cache", run_id):
                 await self._sessions.append(spec.session, messages)
-        except Exception:
-            log.exception("could not store the run", extra={"run_id": run_id})
         with _logged("release session lock", run_id):
             await self._sessions.unlock_run(spec.session.id, run_id)
         with _logged("release gate slot", run_id):
@@ -319,10 +329,7 @@ class RunManager:
             steps=step,
             started_at=datetime.fromtimestamp(meta.started_at or time.time(), UTC),
         )
-        try:
-            await self._store.record_run(record, messages)
-        except Exception:
-            log.exception("could not store the lost run", extra={"run_id": meta.run_id})
+        await self._history.write(record, messages)
         with _logged("release session lock", meta.run_id):
             await self._sessions.unlock_run(meta.session_id, meta.run_id)
         with _logged("release gate slot", meta.run_id):

@@ -67,10 +67,17 @@ async def tail_run(
         ACTIVE_STREAMS.dec()
 
 
-def sse_response(events: AsyncIterator[ServerSentEvent]) -> EventSourceResponse:
+RUN_ID_HEADER = "X-Run-Id"
+
+
+def sse_response(events: AsyncIterator[ServerSentEvent], run_id: str | None = None) -> EventSourceResponse:
+    headers = {"Cache-Control": "no-cache"}
+    if run_id is not None:
+        # A browser cut off before the first event still learns which run to resume.
+        headers[RUN_ID_HEADER] = run_id
     return EventSourceResponse(
         events,
-        headers={"Cache-Control": "no-cache"},
+        headers=headers,
         ping=0,  # tail_run sends its own `: ping` when there is nothing else to send
         sep="\n",
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 import uuid
 from typing import Any
@@ -27,7 +28,7 @@ from ..schemas import (
     check_chat_request,
 )
 from ..sessions import SessionNotFound
-from ..streaming import sse_response, tail_run
+from ..streaming import RUN_ID_HEADER, sse_response, tail_run
 from .problems import ApiProblem, not_found
 
 router = APIRouter(prefix="/chat", tags=["chat"])
@@ -35,6 +36,7 @@ router = APIRouter(prefix="/chat", tags=["chat"])
 # Suggested wait before retrying when every slot is taken (the browser polls capacity meanwhile).
 RETRY_AFTER_SECONDS = 5
 TITLE_CHARS = 80
+log = logging.getLogger(__name__)
 
 RUN_REFUSALS: dict[int | str, dict[str, Any]] = {
     404: {"model": Problem, "description": "No such session for this user"},
@@ -76,7 +78,12 @@ async def admit_run(gateway: Gateway, user_id: str, body: ChatRequest) -> RunSpe
         REJECTIONS.labels("session_busy").inc()
         raise ApiProblem(409, {"detail": "this session already has a run in progress", "run_id": holder})
     try:
-        admission = await gateway.gate.acquire(run_id)
+        try:
+            admission = await gateway.gate.acquire(run_id)
+        except BaseException:
+            # The script may have admitted the run before the reply was lost: never leave that slot held.
+            await gateway.gate.release_quietly(run_id)
+            raise
         if not admission.admitted:
             REJECTIONS.labels("gate_full").inc()
             raise ApiProblem(
@@ -91,10 +98,13 @@ async def admit_run(gateway: Gateway, user_id: str, body: ChatRequest) -> RunSpe
             spec = RunSpec(run_id, user_id, session, body.message, context)
             await gateway.manager.start(spec)
         except BaseException:
-            await gateway.gate.release(run_id)
+            await gateway.gate.release_quietly(run_id)
             raise
     except BaseException:
-        await gateway.sessions.unlock_run(session.id, run_id)
+        try:
+            await gateway.sessions.unlock_run(session.id, run_id)
+        except Exception:
+            log.exception("could not release a session lock; its TTL will", extra={"run_id": run_id})
         raise
     return spec
 
@@ -112,6 +122,13 @@ async def admit_run(gateway: Gateway, user_id: str, body: ChatRequest) -> RunSpe
                 "stacgis.v1.AgentEvent and each `id` can be sent back as Last-Event-ID to resume. "
                 "`: ping` comments keep idle connections open."
             ),
+            "headers": {
+                RUN_ID_HEADER: {
+                    "description": "The run's id, to resume (GET /chat/runs/{run_id}/events) or cancel it "
+                    "even when the connection breaks before the first event",
+                    "schema": {"type": "string"},
+                }
+            },
         },
         **RUN_REFUSALS,
     },
@@ -119,7 +136,8 @@ async def admit_run(gateway: Gateway, user_id: str, body: ChatRequest) -> RunSpe
 async def chat_stream(body: ChatRequest, gateway: GatewayDep, user_id: UserId) -> EventSourceResponse:
     received = time.perf_counter()
     spec = await admit_run(gateway, user_id, body)
-    return sse_response(tail_run(gateway.runs, gateway.manager, gateway.settings, spec.run_id, "0-0", received))
+    events = tail_run(gateway.runs, gateway.manager, gateway.settings, spec.run_id, "0-0", received)
+    return sse_response(events, run_id=spec.run_id)
 
 
 @router.post(

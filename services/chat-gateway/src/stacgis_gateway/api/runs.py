@@ -25,6 +25,7 @@ RunId = Annotated[str, Path(pattern=r"^[A-Za-z0-9_-]{1,64}$", description="Run i
 ApprovalId = Annotated[str, Path(pattern=r"^[A-Za-z0-9_.:-]{1,128}$")]
 # After the orchestrator accepted a cancel, how long it has to end the run itself before the gateway does.
 CANCEL_GRACE_SECONDS = 5.0
+ORCHESTRATOR_RETRY_AFTER_SECONDS = 2
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": Problem, "description": "No such run for this user"}}
 
 
@@ -117,7 +118,11 @@ async def answer_approval(
     try:
         answer = await gateway.orchestrator.answer_approval(approval_id, body.approved, body.reason, token)
     except OrchestratorError as error:
-        raise ApiProblem(503, {"detail": f"could not reach the orchestrator: {error}"}) from None
+        raise ApiProblem(
+            503,
+            {"detail": f"could not reach the orchestrator: {error}; retry shortly"},
+            {"Retry-After": str(ORCHESTRATOR_RETRY_AFTER_SECONDS)},
+        ) from None
     if 200 <= answer.status < 300:
         return ApprovalOut(approval_id=approval_id, run_id=run_id, approved=body.approved)
     detail = answer.body.get("detail") if isinstance(answer.body, dict) else None
@@ -127,4 +132,8 @@ async def answer_approval(
         raise ApiProblem(409, {"detail": str(detail or "approval already answered")})
     if answer.status < 500:
         raise ApiProblem(answer.status, {"detail": str(detail or "the orchestrator refused the answer")})
-    raise ApiProblem(503, {"detail": f"the orchestrator failed (HTTP {answer.status})"})
+    raise ApiProblem(
+        503,
+        {"detail": f"the orchestrator failed (HTTP {answer.status}); retry shortly"},
+        {"Retry-After": str(ORCHESTRATOR_RETRY_AFTER_SECONDS)},
+    )

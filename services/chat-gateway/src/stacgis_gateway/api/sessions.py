@@ -22,6 +22,8 @@ from ..schemas import (
 from .problems import ApiProblem, not_found
 
 router = APIRouter(prefix="/chat", tags=["sessions"])
+# Far beyond any real list, and well inside Postgres' bigint OFFSET.
+MAX_OFFSET = 1_000_000
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": Problem, "description": "No such session for this user"}}
 
 
@@ -30,7 +32,7 @@ async def list_sessions(
     gateway: GatewayDep,
     user_id: UserId,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> list[SessionSummary]:
     rows = await gateway.store.list_sessions(user_id, limit, offset)
     return [SessionSummary(**row) for row in rows]
