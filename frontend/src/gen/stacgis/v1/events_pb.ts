@@ -13,7 +13,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file stacgis/v1/events.proto.
  */
 export const file_stacgis_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("ChdzdGFjZ2lzL3YxL2V2ZW50cy5wcm90bxIKc3RhY2dpcy52MSKFBAoKQWdlbnRFdmVudBIOCgZydW5faWQYASABKAkSCwoDc2VxGAIgASgDEgwKBHN0ZXAYAyABKAUSLQoLcnVuX3N0YXJ0ZWQYCiABKAsyFi5zdGFjZ2lzLnYxLlJ1blN0YXJ0ZWRIABIoCgh0aGlua2luZxgLIAEoCzIULnN0YWNnaXMudjEuVGhpbmtpbmdIABIrCgp0b29sX3N0YXJ0GAwgASgLMhUuc3RhY2dpcy52MS5Ub29sU3RhcnRIABItCgt0b29sX3Jlc3VsdBgNIAEoCzIWLnN0YWNnaXMudjEuVG9vbFJlc3VsdEgAEisKCnRvb2xfZXJyb3IYDiABKAsyFS5zdGFjZ2lzLnYxLlRvb2xFcnJvckgAEisKB2NvbnRlbnQYDyABKAsyGC5zdGFjZ2lzLnYxLkNvbnRlbnREZWx0YUgAEjkKEWFwcHJvdmFsX3JlcXVpcmVkGBAgASgLMhwuc3RhY2dpcy52MS5BcHByb3ZhbFJlcXVpcmVkSAASMQoNZnJvbnRlbmRfdG9vbBgRIAEoCzIYLnN0YWNnaXMudjEuRnJvbnRlbmRUb29sSAASIAoEZG9uZRgSIAEoCzIQLnN0YWNnaXMudjEuRG9uZUgAEiIKBWVycm9yGBMgASgLMhEuc3RhY2dpcy52MS5FcnJvckgAQgkKB3BheWxvYWQiQgoKUnVuU3RhcnRlZBISCgpzZXNzaW9uX2lkGAEgASgJEg0KBW1vZGVsGAIgASgJEhEKCW1heF9zdGVwcxgDIAEoBSIYCghUaGlua2luZxIMCgR0ZXh0GAEgASgJImsKCVRvb2xTdGFydBIPCgdjYWxsX2lkGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCRIqCglhcmd1bWVudHMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg4KBnNlcnZlchgEIAEoCSJoCgpUb29sUmVzdWx0Eg8KB2NhbGxfaWQYASABKAkSEQoJdG9vbF9uYW1lGAIgASgJEg4KBnJlc3VsdBgDIAEoCRITCgtkdXJhdGlvbl9tcxgEIAEoAxIRCgl0cnVuY2F0ZWQYBSABKAgiYQoJVG9vbEVycm9yEg8KB2NhbGxfaWQYASABKAkSEQoJdG9vbF9uYW1lGAIgASgJEg0KBWVycm9yGAMgASgJEhMKC2R1cmF0aW9uX21zGAQgASgDEgwKBGtpbmQYBSABKAkiHAoMQ29udGVudERlbHRhEgwKBHRleHQYASABKAkitQEKEEFwcHJvdmFsUmVxdWlyZWQSEwoLYXBwcm92YWxfaWQYASABKAkSDwoHY2FsbF9pZBgCIAEoCRIRCgl0b29sX25hbWUYAyABKAkSKgoJYXJndW1lbnRzGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIXCg90aW1lb3V0X3NlY29uZHMYBSABKAUSDgoGc2VydmVyGAYgASgJEhMKC2Rlc2NyaXB0aW9uGAcgASgJIlkKDEZyb250ZW5kVG9vbBIPCgdjYWxsX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSKgoJYXJndW1lbnRzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCI5CgpUb2tlblVzYWdlEhQKDGlucHV0X3Rva2VucxgBIAEoAxIVCg1vdXRwdXRfdG9rZW5zGAIgASgDIrwBCgREb25lEg8KB2NvbnRlbnQYASABKAkSLQoMbmV3X21lc3NhZ2VzGAIgAygLMhcuc3RhY2dpcy52MS5DaGF0TWVzc2FnZRIlCgV1c2FnZRgDIAEoCzIWLnN0YWNnaXMudjEuVG9rZW5Vc2FnZRINCgVzdGVwcxgEIAEoBRISCgp0b29sX2NhbGxzGAUgASgFEhUKDWZpbmlzaF9yZWFzb24YBiABKAkSEwoLZHVyYXRpb25fbXMYByABKAMiJgoFRXJyb3ISDAoEY29kZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJYgZwcm90bzM", [file_google_protobuf_struct, file_stacgis_v1_run]);
+  fileDesc("ChdzdGFjZ2lzL3YxL2V2ZW50cy5wcm90bxIKc3RhY2dpcy52MSKFBAoKQWdlbnRFdmVudBIOCgZydW5faWQYASABKAkSCwoDc2VxGAIgASgDEgwKBHN0ZXAYAyABKAUSLQoLcnVuX3N0YXJ0ZWQYCiABKAsyFi5zdGFjZ2lzLnYxLlJ1blN0YXJ0ZWRIABIoCgh0aGlua2luZxgLIAEoCzIULnN0YWNnaXMudjEuVGhpbmtpbmdIABIrCgp0b29sX3N0YXJ0GAwgASgLMhUuc3RhY2dpcy52MS5Ub29sU3RhcnRIABItCgt0b29sX3Jlc3VsdBgNIAEoCzIWLnN0YWNnaXMudjEuVG9vbFJlc3VsdEgAEisKCnRvb2xfZXJyb3IYDiABKAsyFS5zdGFjZ2lzLnYxLlRvb2xFcnJvckgAEisKB2NvbnRlbnQYDyABKAsyGC5zdGFjZ2lzLnYxLkNvbnRlbnREZWx0YUgAEjkKEWFwcHJvdmFsX3JlcXVpcmVkGBAgASgLMhwuc3RhY2dpcy52MS5BcHByb3ZhbFJlcXVpcmVkSAASMQoNZnJvbnRlbmRfdG9vbBgRIAEoCzIYLnN0YWNnaXMudjEuRnJvbnRlbmRUb29sSAASIAoEZG9uZRgSIAEoCzIQLnN0YWNnaXMudjEuRG9uZUgAEiIKBWVycm9yGBMgASgLMhEuc3RhY2dpcy52MS5FcnJvckgAQgkKB3BheWxvYWQiQgoKUnVuU3RhcnRlZBISCgpzZXNzaW9uX2lkGAEgASgJEg0KBW1vZGVsGAIgASgJEhEKCW1heF9zdGVwcxgDIAEoBSIYCghUaGlua2luZxIMCgR0ZXh0GAEgASgJImsKCVRvb2xTdGFydBIPCgdjYWxsX2lkGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCRIqCglhcmd1bWVudHMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg4KBnNlcnZlchgEIAEoCSJoCgpUb29sUmVzdWx0Eg8KB2NhbGxfaWQYASABKAkSEQoJdG9vbF9uYW1lGAIgASgJEg4KBnJlc3VsdBgDIAEoCRITCgtkdXJhdGlvbl9tcxgEIAEoAxIRCgl0cnVuY2F0ZWQYBSABKAgiYQoJVG9vbEVycm9yEg8KB2NhbGxfaWQYASABKAkSEQoJdG9vbF9uYW1lGAIgASgJEg0KBWVycm9yGAMgASgJEhMKC2R1cmF0aW9uX21zGAQgASgDEgwKBGtpbmQYBSABKAkiHAoMQ29udGVudERlbHRhEgwKBHRleHQYASABKAkitQEKEEFwcHJvdmFsUmVxdWlyZWQSEwoLYXBwcm92YWxfaWQYASABKAkSDwoHY2FsbF9pZBgCIAEoCRIRCgl0b29sX25hbWUYAyABKAkSKgoJYXJndW1lbnRzGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIXCg90aW1lb3V0X3NlY29uZHMYBSABKAUSDgoGc2VydmVyGAYgASgJEhMKC2Rlc2NyaXB0aW9uGAcgASgJIlkKDEZyb250ZW5kVG9vbBIPCgdjYWxsX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSKgoJYXJndW1lbnRzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCI5CgpUb2tlblVzYWdlEhQKDGlucHV0X3Rva2VucxgBIAEoAxIVCg1vdXRwdXRfdG9rZW5zGAIgASgDIuYBCgREb25lEg8KB2NvbnRlbnQYASABKAkSLQoMbmV3X21lc3NhZ2VzGAIgAygLMhcuc3RhY2dpcy52MS5DaGF0TWVzc2FnZRIlCgV1c2FnZRgDIAEoCzIWLnN0YWNnaXMudjEuVG9rZW5Vc2FnZRINCgVzdGVwcxgEIAEoBRISCgp0b29sX2NhbGxzGAUgASgFEhUKDWZpbmlzaF9yZWFzb24YBiABKAkSEwoLZHVyYXRpb25fbXMYByABKAMSKAoJZ3JvdW5kaW5nGAggASgLMhUuc3RhY2dpcy52MS5Hcm91bmRpbmcibAoJR3JvdW5kaW5nEisKB251bWJlcnMYASADKAsyGi5zdGFjZ2lzLnYxLkdyb3VuZGVkTnVtYmVyEhcKD3N1cHBvcnRlZF9jb3VudBgCIAEoBRIZChF1bnN1cHBvcnRlZF9jb3VudBgDIAEoBSKzAQoOR3JvdW5kZWROdW1iZXISDAoEdGV4dBgBIAEoCRINCgV2YWx1ZRgCIAEoARIMCgR1bml0GAMgASgJEg0KBXN0YXJ0GAQgASgFEgsKA2VuZBgFIAEoBRIRCglzdXBwb3J0ZWQYBiABKAgSDwoHY2FsbF9pZBgHIAEoCRIRCgl0b29sX25hbWUYCCABKAkSFAoMc291cmNlX3ZhbHVlGAkgASgBEg0KBW1hdGNoGAogASgJIiYKBUVycm9yEgwKBGNvZGUYASABKAkSDwoHbWVzc2FnZRgCIAEoCWIGcHJvdG8z", [file_google_protobuf_struct, file_stacgis_v1_run]);
 
 /**
  * One event of a run's stream. The wire format is the proto3 JSON mapping;
@@ -441,6 +441,13 @@ export type Done = Message<"stacgis.v1.Done"> & {
    * @generated from field: int64 duration_ms = 7;
    */
   durationMs: bigint;
+
+  /**
+   * Every number of the answer checked against the tool results of this run.
+   *
+   * @generated from field: stacgis.v1.Grounding grounding = 8;
+   */
+  grounding?: Grounding | undefined;
 };
 
 /**
@@ -449,6 +456,107 @@ export type Done = Message<"stacgis.v1.Done"> & {
  */
 export const DoneSchema: GenMessage<Done> = /*@__PURE__*/
   messageDesc(file_stacgis_v1_events, 10);
+
+/**
+ * The check of an answer's numbers against the run's tool results.
+ *
+ * @generated from message stacgis.v1.Grounding
+ */
+export type Grounding = Message<"stacgis.v1.Grounding"> & {
+  /**
+   * @generated from field: repeated stacgis.v1.GroundedNumber numbers = 1;
+   */
+  numbers: GroundedNumber[];
+
+  /**
+   * @generated from field: int32 supported_count = 2;
+   */
+  supportedCount: number;
+
+  /**
+   * @generated from field: int32 unsupported_count = 3;
+   */
+  unsupportedCount: number;
+};
+
+/**
+ * Describes the message stacgis.v1.Grounding.
+ * Use `create(GroundingSchema)` to create a new message.
+ */
+export const GroundingSchema: GenMessage<Grounding> = /*@__PURE__*/
+  messageDesc(file_stacgis_v1_events, 11);
+
+/**
+ * One number of the answer: where it stands, and the tool result that supports it (if any).
+ *
+ * @generated from message stacgis.v1.GroundedNumber
+ */
+export type GroundedNumber = Message<"stacgis.v1.GroundedNumber"> & {
+  /**
+   * As written in the answer, with its unit when one follows ("348 m", "12.5 %").
+   *
+   * @generated from field: string text = 1;
+   */
+  text: string;
+
+  /**
+   * @generated from field: double value = 2;
+   */
+  value: number;
+
+  /**
+   * @generated from field: string unit = 3;
+   */
+  unit: string;
+
+  /**
+   * Character offsets (Unicode code points) of `text` in Done.content.
+   *
+   * @generated from field: int32 start = 4;
+   */
+  start: number;
+
+  /**
+   * @generated from field: int32 end = 5;
+   */
+  end: number;
+
+  /**
+   * @generated from field: bool supported = 6;
+   */
+  supported: boolean;
+
+  /**
+   * The tool call whose result holds the value (empty when unsupported).
+   *
+   * @generated from field: string call_id = 7;
+   */
+  callId: string;
+
+  /**
+   * @generated from field: string tool_name = 8;
+   */
+  toolName: string;
+
+  /**
+   * The value in the tool result it was matched to, and how ("exact", "rounded", "converted km->m").
+   *
+   * @generated from field: double source_value = 9;
+   */
+  sourceValue: number;
+
+  /**
+   * @generated from field: string match = 10;
+   */
+  match: string;
+};
+
+/**
+ * Describes the message stacgis.v1.GroundedNumber.
+ * Use `create(GroundedNumberSchema)` to create a new message.
+ */
+export const GroundedNumberSchema: GenMessage<GroundedNumber> = /*@__PURE__*/
+  messageDesc(file_stacgis_v1_events, 12);
 
 /**
  * @generated from message stacgis.v1.Error
@@ -473,5 +581,5 @@ export type Error = Message<"stacgis.v1.Error"> & {
  * Use `create(ErrorSchema)` to create a new message.
  */
 export const ErrorSchema: GenMessage<Error> = /*@__PURE__*/
-  messageDesc(file_stacgis_v1_events, 11);
+  messageDesc(file_stacgis_v1_events, 13);
 
