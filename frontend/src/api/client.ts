@@ -25,6 +25,8 @@ export interface HistoryMessage {
   content: string;
   tool_calls?: HistoryToolCall[] | null;
   created_at?: string | null;
+  /** The answer's number check (proto3 JSON `Grounding`), where the history keeps it. */
+  grounding?: unknown;
 }
 
 export interface SessionHistory {

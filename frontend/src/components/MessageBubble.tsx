@@ -1,6 +1,7 @@
 import { Suspense, lazy } from "react";
 import { useChatStore } from "../state/chatStore";
 import type { RunPhase } from "../state/chatTypes";
+import { groundingSummary } from "../state/grounding";
 import { useUiStore } from "../state/uiStore";
 import type { UiMessage } from "../state/chatTypes";
 import { ActivityFeed } from "./ActivityFeed";
@@ -33,6 +34,7 @@ export function MessageBubble({ message, latest = false }: { message: UiMessage;
   }
   const streaming = message.status === "streaming";
   const note = STATUS_NOTE[message.status];
+  const checked = message.grounding && message.content ? groundingSummary(message.grounding) : null;
   return (
     <article
       className={`message message-assistant status-${message.status}`}
@@ -52,11 +54,21 @@ export function MessageBubble({ message, latest = false }: { message: UiMessage;
       ) : null}
       {message.content ? (
         <div className="answer" data-testid="answer">
-          <SafeMarkdown text={message.content} />
+          <SafeMarkdown text={message.content} grounding={message.grounding} />
         </div>
       ) : streaming ? (
         <p className="answer-pending" aria-live="polite">
           <span className="spinner" aria-hidden="true" /> {(phase && PENDING_TEXT[phase]) ?? "Working on it…"}
+        </p>
+      ) : null}
+      {checked ? (
+        <p
+          className={`grounding-summary${checked.warning ? " grounding-warning" : ""}`}
+          data-testid="grounding-summary"
+          title="Numbers of this answer compared with the results of the tools it called"
+        >
+          {checked.warning ? <span aria-hidden="true">⚠ </span> : null}
+          {checked.text}
         </p>
       ) : null}
       {message.charts.length > 0 ? (

@@ -1,5 +1,7 @@
-import Markdown, { type Components } from "react-markdown";
+import Markdown, { type Components, type Options } from "react-markdown";
 import remarkGfm from "remark-gfm";
+import type { AnswerGrounding } from "../state/chatTypes";
+import { remarkGroundedNumbers } from "./groundedNumbers";
 
 /**
  * Model output is untrusted. Raw HTML in the Markdown is dropped (no rehype-raw,
@@ -50,10 +52,17 @@ const components: Components = {
   },
 };
 
-export function SafeMarkdown({ text }: { text: string }) {
+/**
+ * `grounding` (the answer's number check) marks its numbers in place; without it
+ * the text renders exactly as before.
+ */
+export function SafeMarkdown({ text, grounding }: { text: string; grounding?: AnswerGrounding }) {
+  const plugins: Options["remarkPlugins"] = grounding
+    ? [remarkGfm, [remarkGroundedNumbers, { grounding }]]
+    : [remarkGfm];
   return (
     <div className="markdown">
-      <Markdown remarkPlugins={[remarkGfm]} skipHtml urlTransform={safeUrl} components={components}>
+      <Markdown remarkPlugins={plugins} skipHtml urlTransform={safeUrl} components={components}>
         {text}
       </Markdown>
     </div>

@@ -2,6 +2,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import type { AgentEvent } from "../api/agentEvents";
 import type { Capacity } from "../api/errors";
 import type { Activity, ChatState, MessageStatus, NoticeKind, UiMessage } from "./chatTypes";
+import { groundingFromEvent, rememberGrounding, restoreGrounding, type GroundingMemo } from "./grounding";
 
 export type RunFailure = "unreachable" | "busy" | "http" | "stream_lost" | "queue_left";
 
@@ -138,6 +139,7 @@ function applyPayload(message: UiMessage, event: AgentEvent, key: string): UiMes
         // The final text is authoritative: it repairs any delta lost on the way.
         content: p.value.content || message.content,
         status,
+        grounding: p.value.grounding ? groundingFromEvent(p.value.grounding) : message.grounding,
         activities: message.activities.map((a) =>
           a.status === "running" ? { ...a, status: status === "complete" ? "ok" : "error" } : a,
         ),
@@ -281,8 +283,17 @@ function applyEvent(state: ChatState, event: AgentEvent, eventId: string | null)
       break;
     case "done": {
       const cancelled = p.value.finishReason === "cancelled";
+      const answer = next.messages.find((m) => m.id === run.assistantId);
       next = {
         ...next,
+        groundingMemo:
+          answer?.grounding && next.sessionId
+            ? rememberGrounding(next.groundingMemo, {
+                sessionId: next.sessionId,
+                content: answer.content,
+                grounding: answer.grounding,
+              })
+            : next.groundingMemo,
         run: { ...next.run!, phase: "finished" },
         approval: null,
         notice: cancelled
@@ -411,11 +422,11 @@ export function chatReducer(state: ChatState, action: ChatAction): ChatState {
     }
     case "history_loaded":
       return {
-        ...initialStateFor(action.sessionId, action.title, state.model),
-        messages: action.messages,
+        ...initialStateFor(action.sessionId, action.title, state.model, state.groundingMemo),
+        messages: restoreGrounding(action.sessionId, action.messages, state.groundingMemo),
       };
     case "new_conversation":
-      return initialStateFor(null, null, state.model);
+      return initialStateFor(null, null, state.model, state.groundingMemo);
     case "session_renamed":
       return state.sessionId === action.sessionId ? { ...state, title: action.title } : state;
     case "set_model":
@@ -429,8 +440,13 @@ export function chatReducer(state: ChatState, action: ChatAction): ChatState {
   }
 }
 
-function initialStateFor(sessionId: string | null, title: string | null, model: string | null): ChatState {
-  return { sessionId, title, model, messages: [], run: null, approval: null, notice: null };
+function initialStateFor(
+  sessionId: string | null,
+  title: string | null,
+  model: string | null,
+  groundingMemo: GroundingMemo[],
+): ChatState {
+  return { sessionId, title, model, messages: [], run: null, approval: null, notice: null, groundingMemo };
 }
 
 /** True while a run is being started, queued, streamed or resumed. */

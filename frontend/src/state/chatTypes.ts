@@ -1,4 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
+import type { GroundingMemo } from "./grounding";
 
 export type ActivityStatus = "running" | "ok" | "error" | "pending" | "approved" | "rejected";
 
@@ -26,6 +27,30 @@ export interface ChartSpec {
   config: JsonObject;
 }
 
+/** One number of an answer, checked against the tool results of its run (Done.grounding). */
+export interface GroundedNumber {
+  /** As written in the answer, unit included ("348 m"). */
+  text: string;
+  value: number;
+  unit: string;
+  /** Code-point offsets of `text` in the answer's content. */
+  start: number;
+  end: number;
+  supported: boolean;
+  callId: string;
+  toolName: string;
+  /** The value in the tool result it was matched to, and how ("exact", "rounded", "converted km->m"). */
+  sourceValue: number;
+  match: string;
+}
+
+/** The check of an answer's numbers; plain data so it can be kept and restored with the message. */
+export interface AnswerGrounding {
+  numbers: GroundedNumber[];
+  supportedCount: number;
+  unsupportedCount: number;
+}
+
 export type MessageStatus = "streaming" | "complete" | "cancelled" | "error" | "step_budget";
 
 export interface UiMessage {
@@ -38,6 +63,8 @@ export interface UiMessage {
   createdAt?: string;
   runId?: string;
   error?: { code: string; message: string };
+  /** Only on answers whose `done` carried the check (older history has none). */
+  grounding?: AnswerGrounding;
 }
 
 export interface PendingApproval {
@@ -91,6 +118,8 @@ export interface ChatState {
   run: RunState | null;
   approval: PendingApproval | null;
   notice: Notice | null;
+  /** Grounding checks of this tab's answers, kept across session switches. */
+  groundingMemo: GroundingMemo[];
 }
 
 export const initialChatState: ChatState = {
@@ -101,4 +130,5 @@ export const initialChatState: ChatState = {
   run: null,
   approval: null,
   notice: null,
+  groundingMemo: [],
 };

@@ -2,6 +2,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import type { HistoryMessage, HistoryToolCall } from "../api/client";
 import { chartConfigFrom } from "./chatReducer";
 import type { Activity, ChartSpec, UiMessage } from "./chatTypes";
+import { groundingFromJson } from "./grounding";
 
 function callName(call: HistoryToolCall): string {
   return call.name ?? call.function?.name ?? "tool";
@@ -64,6 +65,7 @@ export function messagesFromHistory(sessionId: string, history: HistoryMessage[]
       }
     });
     if (!msg.content) return;
+    const grounding = groundingFromJson(msg.grounding);
     out.push({
       id,
       role: "assistant",
@@ -72,6 +74,7 @@ export function messagesFromHistory(sessionId: string, history: HistoryMessage[]
       activities: pendingActivities,
       charts: pendingCharts,
       createdAt: msg.created_at ?? undefined,
+      ...(grounding ? { grounding } : {}),
     });
     pendingActivities = [];
     pendingCharts = [];
