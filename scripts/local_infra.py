@@ -279,7 +279,9 @@ def model_server_up() -> bool:
         return False
     for folder in (RUN, LOGS):
         folder.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "MODEL_SERVER_PORT": str(MODEL_PORT), "HF_HUB_OFFLINE": "1"}
+    # Preload: the embedded model and its saved prompt-prefix state are loaded before the server
+    # answers, so the first chat does not pay for them.
+    env = {"MODEL_SERVER_PRELOAD": "true", **os.environ, "MODEL_SERVER_PORT": str(MODEL_PORT), "HF_HUB_OFFLINE": "1"}
     with (LOGS / "model-server.log").open("ab") as log:
         process = subprocess.Popen(
             [str(PYTHON), "-m", "stacgis_model_server"],

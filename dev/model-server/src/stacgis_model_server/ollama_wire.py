@@ -172,14 +172,21 @@ class OllamaRenderer:
     def _timing(self, finish: Finish) -> dict[str, Any]:
         now = time.monotonic_ns()
         first = self.first_token_ns or now
+        prompt_ns = max(0, first - self.started_ns - finish.load_duration_ns)
+        eval_ns = now - first
+        if finish.prompt_duration_ns:
+            # The back end timed its first token itself: text held back (a tool call being written)
+            # reaches this renderer later than the token did.
+            prompt_ns = finish.prompt_duration_ns
+            eval_ns = max(0, now - self.started_ns - finish.load_duration_ns - prompt_ns)
         return {
             "done_reason": finish.done_reason,
             "total_duration": now - self.started_ns,
             "load_duration": finish.load_duration_ns,
             "prompt_eval_count": finish.prompt_tokens,
-            "prompt_eval_duration": max(0, first - self.started_ns - finish.load_duration_ns),
+            "prompt_eval_duration": prompt_ns,
             "eval_count": finish.completion_tokens,
-            "eval_duration": now - first,
+            "eval_duration": eval_ns,
         }
 
     def _note_token(self) -> None:

