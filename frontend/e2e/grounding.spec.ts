@@ -40,6 +40,8 @@ test.beforeAll(async () => {
 test.afterAll(async () => {
   await vite?.close();
   await gateway.stop();
+  delete process.env.STACGIS_API_URL;
+  delete process.env.STACGIS_TILES_URL;
 });
 
 /** The code-point offsets of `text` in `content`, as the check reports them. */
