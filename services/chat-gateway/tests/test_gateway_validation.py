@@ -46,6 +46,18 @@ def limited(pg_dsn: str, redis_url: str) -> Iterator[Limited]:
         yield Limited(gateway, orchestrator_port)
 
 
+def _nested(levels: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(levels):
+        value = {"a": value}
+    return value
+
+
+def _raw(body: Any) -> dict[str, Any]:
+    """Request arguments sending `body` as json.dumps writes it (httpx refuses NaN and lone surrogates)."""
+    return {"content": json.dumps(body).encode(), "headers": {"Content-Type": "application/json"}}
+
+
 def spatial(**context: Any) -> dict[str, Any]:
     return {"message": "hi", "session_id": None, "spatial_context": context}
 
@@ -78,6 +90,21 @@ BAD_CHAT_BODIES: dict[str, tuple[Any, list[str]]] = {
         ["body", "spatial_context", "drawn_geometry"],
     ),
     "geometry too large": (spatial(drawn_geometry=BIG_LINE), ["body", "spatial_context", "drawn_geometry"]),
+    "message with an unpaired surrogate": ({"message": "hi \ud800 there"}, ["body", "message"]),
+    "NaN inside the selected feature": (
+        spatial(selected_feature={**FEATURE, "properties": {"height": float("nan")}}),
+        ["body", "spatial_context", "selected_feature"],
+    ),
+    "Infinity inside the drawn geometry": (
+        spatial(drawn_geometry={"type": "Point", "coordinates": [float("inf"), 0]}),
+        ["body", "spatial_context", "drawn_geometry"],
+    ),
+    "deeply nested feature properties": (
+        spatial(selected_feature={**FEATURE, "properties": _nested(40)}),
+        ["body", "spatial_context", "selected_feature"],
+    ),
+    "unknown top-level field": ({"message": "hi", "location": {"lat": 1, "lon": 2}}, ["body", "location"]),
+    "unknown spatial context field": (spatial(center={"lat": 1, "lon": 2}), ["body", "spatial_context", "center"]),
     "body too large": ({"message": "hi", "padding": "x" * 9000}, ["body"]),
     "body not an object": ([1, 2, 3], ["body"]),
 }
@@ -89,7 +116,12 @@ async def test_bad_chat_input_is_422_naming_the_field(limited: Limited, case: st
     body, loc = BAD_CHAT_BODIES[case]
     async with httpx.AsyncClient(timeout=10) as client:
         for path in ("/api/v1/chat/stream", "/api/v1/chat/"):
-            response = await client.post(f"{limited.gateway.url}{path}", json=body, headers=user("val"))
+            # json.dumps, not httpx's encoder: it must be able to write NaN and lone surrogates.
+            response = await client.post(
+                f"{limited.gateway.url}{path}",
+                content=json.dumps(body).encode(),
+                headers={**user("val"), "Content-Type": "application/json"},
+            )
             assert response.status_code == 422, (case, response.text)
             locations = [item["loc"] for item in response.json()["detail"]]
             assert loc in locations, (case, locations)
@@ -118,6 +150,12 @@ async def test_other_bad_inputs_are_422_naming_the_field(limited: Limited) -> No
                 await client.post(f"{base}/chat/approvals/a1", json={"approved": True, "reason": "r" * 3000}),
                 ["body", "reason"],
             ),
+            (
+                await client.post(f"{base}/chat/approvals/a1", **_raw({"approved": True, "reason": "no \udc00"})),
+                ["body", "reason"],
+            ),
+            (await client.post(f"{base}/chat/approvals/a1", json={"approved": True, "by": "me"}), ["body", "by"]),
+            (await client.patch(f"{base}/chat/session/{session}", **_raw({"title": "a\u0000b"})), ["body", "title"]),
             (
                 await client.get(f"{base}/chat/runs/r1/events", headers={"Last-Event-ID": "garbage"}),
                 ["header", "Last-Event-ID"],

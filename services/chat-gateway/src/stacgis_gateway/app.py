@@ -12,6 +12,7 @@ import asyncpg
 import redis.exceptions
 from fastapi import FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
 from redis.asyncio import BlockingConnectionPool, Redis
@@ -131,6 +132,16 @@ async def _http_error(request: Request, error: Exception) -> Response:
     return await http_exception_handler(request, error)
 
 
+async def _invalid_request(_: Request, error: Exception) -> Response:
+    """422 naming each field, without echoing the input: it may be huge, NaN or not encodable as UTF-8."""
+    assert isinstance(error, RequestValidationError)
+    detail = [
+        {"type": item.get("type", "value_error"), "loc": list(item.get("loc", ())), "msg": str(item.get("msg", ""))}
+        for item in error.errors()
+    ]
+    return JSONResponse({"detail": detail}, status_code=422)
+
+
 def create_app(settings: GatewaySettings) -> FastAPI:
     setup_telemetry(SERVICE, settings, trace_file=settings.trace_file)
 
@@ -168,6 +179,7 @@ def create_app(settings: GatewaySettings) -> FastAPI:
         app.include_router(router, prefix=API_PREFIX)
     app.add_exception_handler(ApiProblem, problem_handler)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(RequestValidationError, _invalid_request)
     unavailable: tuple[type[Exception], ...] = (
         redis.exceptions.ConnectionError,
         redis.exceptions.TimeoutError,

@@ -3,33 +3,91 @@
 from __future__ import annotations
 
 import json
+import math
 import uuid
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi.exceptions import RequestValidationError
-from pydantic import BaseModel, Field, StrictBool
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool
 
 from .config import GatewaySettings
 from .geo import check_feature, check_geometry
 
+# GeoJSON needs about six levels; anything deeper in a user's feature is hostile, not geography.
+MAX_JSON_DEPTH = 32
+
+
+def _encodable(text: str) -> str | None:
+    """Why `text` cannot be stored or forwarded as UTF-8 (NUL, unpaired surrogates), or None."""
+    if "\x00" in text:
+        return "must not contain NUL characters"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "must not contain unpaired UTF-16 surrogates"
+    return None
+
+
+def _clean_text(text: str) -> str:
+    problem = _encodable(text)
+    if problem is not None:
+        raise ValueError(problem)
+    return text
+
+
+def _check_json_tree(value: Any, depth: int = 0) -> None:
+    """Reject what JSON parsers accept but nothing downstream can use: NaN/Infinity, broken strings, deep nesting."""
+    if depth > MAX_JSON_DEPTH:
+        raise ValueError(f"is nested deeper than {MAX_JSON_DEPTH} levels")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("must not contain NaN or Infinity")
+    if isinstance(value, str):
+        problem = _encodable(value)
+        if problem is not None:
+            raise ValueError(f"text {problem}")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_json_tree(key, depth + 1)
+            _check_json_tree(item, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            _check_json_tree(item, depth + 1)
+
+
+def _clean_json(value: dict[str, Any] | None) -> dict[str, Any] | None:
+    if value is not None:
+        _check_json_tree(value)
+    return value
+
+
+# Text that can be stored in Postgres and sent on as UTF-8.
+CleanText = Annotated[str, AfterValidator(_clean_text)]
+CleanJson = Annotated[dict[str, Any] | None, AfterValidator(_clean_json)]
+# Public request bodies refuse unknown fields: a client sending context under a wrong name learns it.
+STRICT = ConfigDict(extra="forbid")
+
 
 class LatLon(BaseModel):
+    model_config = STRICT
+
     lat: float = Field(ge=-90, le=90, allow_inf_nan=False, description="Latitude, WGS84 degrees")
     lon: float = Field(ge=-180, le=180, allow_inf_nan=False, description="Longitude, WGS84 degrees")
 
 
 class SpatialContext(BaseModel):
+    model_config = STRICT
+
     map_center: LatLon | None = Field(default=None, description="Centre of the map the user is looking at")
     zoom: float | None = Field(default=None, ge=0, le=24, allow_inf_nan=False, description="Web map zoom level")
-    selected_feature: dict[str, Any] | None = Field(
-        default=None, description="The GeoJSON Feature the user clicked (WGS84)"
-    )
-    drawn_geometry: dict[str, Any] | None = Field(default=None, description="A GeoJSON geometry the user drew (WGS84)")
+    selected_feature: CleanJson = Field(default=None, description="The GeoJSON Feature the user clicked (WGS84)")
+    drawn_geometry: CleanJson = Field(default=None, description="A GeoJSON geometry the user drew (WGS84)")
 
 
 class ChatRequest(BaseModel):
-    message: str = Field(min_length=1, description="The user's message")
+    model_config = STRICT
+
+    message: CleanText = Field(min_length=1, description="The user's message")
     session_id: uuid.UUID | None = Field(
         default=None, description="Session to continue; null starts a new one (its id comes in the `session` event)"
     )
@@ -45,8 +103,6 @@ def check_chat_request(request: ChatRequest, settings: GatewaySettings) -> None:
     errors: list[dict[str, Any]] = []
     if not request.message.strip():
         errors.append(_error(("body", "message"), "message must not be blank"))
-    if "\x00" in request.message:
-        errors.append(_error(("body", "message"), "message must not contain NUL characters"))
     if len(request.message) > settings.max_message_chars:
         errors.append(
             _error(
@@ -132,12 +188,16 @@ class History(BaseModel):
 
 
 class RenameRequest(BaseModel):
-    title: str = Field(min_length=1, description="New title of the session")
+    model_config = STRICT
+
+    title: CleanText = Field(min_length=1, description="New title of the session")
 
 
 class ApprovalRequest(BaseModel):
+    model_config = STRICT
+
     approved: StrictBool
-    reason: str | None = Field(default=None, max_length=2000)
+    reason: CleanText | None = Field(default=None, max_length=2000)
 
 
 class ApprovalOut(BaseModel):
