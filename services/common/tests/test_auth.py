@@ -52,3 +52,22 @@ def test_unsigned_token_rejected() -> None:
     )
     with pytest.raises(InvalidInternalToken):
         verify_internal_token(token, SECRET)
+
+
+def _signed(claims: dict[str, object]) -> str:
+    base: dict[str, object] = {"iss": "stacgis-gateway", "aud": "stacgis-internal", "sub": "user-1"}
+    return jwt.encode({**base, **claims}, SECRET, algorithm="HS256")
+
+
+def test_long_lived_token_rejected() -> None:
+    # A validly signed ten-year token is what a leaked secret or a forged mint looks like.
+    now = int(time.time())
+    with pytest.raises(InvalidInternalToken, match="lifetime"):
+        verify_internal_token(_signed({"iat": now, "exp": now + 10 * 365 * 86400}), SECRET)
+    assert verify_internal_token(_signed({"iat": now, "exp": now + 900}), SECRET).user_id == "user-1"
+
+
+def test_token_issued_in_the_future_rejected() -> None:
+    now = int(time.time())
+    with pytest.raises(InvalidInternalToken, match="not yet valid"):
+        verify_internal_token(_signed({"iat": now + 600, "exp": now + 900}), SECRET)

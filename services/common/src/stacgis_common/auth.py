@@ -22,6 +22,8 @@ from .settings import ServiceSettings
 ISSUER = "stacgis-gateway"
 ALGORITHM = "HS256"
 LEEWAY_SECONDS = 5
+# Internal tokens are minted per request; a longer-lived one is a leaked or forged token, refused.
+MAX_TOKEN_LIFETIME_SECONDS = 3600
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,11 @@ def verify_internal_token(token: str, secret: str, audience: str = "stacgis-inte
         )
     except jwt.PyJWTError as error:
         raise InvalidInternalToken(str(error)) from None
+    issued, expires = claims.get("iat"), claims.get("exp")
+    if not isinstance(issued, int | float) or not isinstance(expires, int | float):
+        raise InvalidInternalToken("token has no numeric iat/exp")
+    if expires - issued > MAX_TOKEN_LIFETIME_SECONDS:
+        raise InvalidInternalToken(f"token lifetime exceeds {MAX_TOKEN_LIFETIME_SECONDS} s")
     subject = claims.get("sub")
     if not isinstance(subject, str) or not subject:
         raise InvalidInternalToken("token has no subject")

@@ -23,7 +23,8 @@ class ServiceSettings(BaseSettings):
     log_level: str = "INFO"
     internal_token_secret: SecretStr = SecretStr(DEV_TOKEN_SECRET)
     internal_token_audience: str = "stacgis-internal"
-    internal_token_ttl_seconds: int = 900
+    # At most stacgis_common.auth.MAX_TOKEN_LIFETIME_SECONDS: verification refuses longer-lived tokens.
+    internal_token_ttl_seconds: int = Field(default=900, ge=1, le=3600)
     otlp_endpoint: str | None = None
     # Append finished spans as JSON lines to this file (local runs and end-to-end trace tests).
     trace_file: str | None = None
