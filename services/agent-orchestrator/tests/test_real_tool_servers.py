@@ -123,8 +123,8 @@ async def test_memories_from_real_memory_tools_are_injected_for_their_user_only(
     message = f"how high is Luxembourg, in my units? [{uuid.uuid4().hex[:8]}]"
     assert terminal(await run_events(real_orch.url, {"message": message}, user="dora")).name == "done"
     request = (await model_requests(model_url, contains=message))[0]
-    system = "\n".join(m["content"] for m in request["body"]["messages"] if m["role"] == "system")
-    assert "- Dora wants elevations in feet" in system
+    context = request["body"]["messages"][-2]["content"]
+    assert "- Dora wants elevations in feet" in context
 
     other = f"how high is Luxembourg? [{uuid.uuid4().hex[:8]}]"
     await run_events(real_orch.url, {"message": other}, user="erin")

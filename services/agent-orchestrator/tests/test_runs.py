@@ -11,6 +11,8 @@ import httpx
 import pytest
 from orchestrator_helpers import content, model_requests, names, run_events, set_rules, terminal
 
+from stacgis_orchestrator.prompts import CONTEXT_HEADER
+
 BBOX_LUX = [5.7, 49.4, 6.6, 50.2]
 
 
@@ -107,7 +109,9 @@ async def test_multi_step_run_streams_tools_then_the_answer_as_deltas(orch, mode
 
 
 @pytest.mark.asyncio
-async def test_system_prompt_carries_budget_catalogs_memories_and_spatial_context(orch, model_url, memory) -> None:
+async def test_prompt_has_catalogs_in_the_prefix_and_budget_memories_spatial_context_after_history(
+    orch, model_url, memory
+) -> None:
     message = unique("prompt check")
     await set_rules(model_url, {"name": "ok", "match": {"last_user": "prompt check"}, "content": "ok"})
     body = {
@@ -131,25 +135,30 @@ async def test_system_prompt_carries_budget_catalogs_memories_and_spatial_contex
     assert terminal(events).name == "done"
     request = (await model_requests(model_url, contains=message))[-1]
     system = system_text(request)
-    assert "at most 7 steps" in system
     assert "lux-dem" in system and "Landsat 7 NDVI" in system, "raster collections (collections://list) missing"
     assert "GeoNames cities" in system, "vector datasets (vector://datasets/all) missing"
-    assert "Alice reports elevations in feet" in system, "long-term memories of the user missing"
-    assert "centred on lat 49.61000, lon 6.13000 at zoom 9" in system
-    assert '"name":"Luxembourg"' in system
+    assert [m["role"] for m in request["body"]["messages"]].count("system") == 1, "only the fixed prefix is system"
     conversation = [(m["role"], m["content"]) for m in request["body"]["messages"] if m["role"] != "system"]
-    assert conversation == [
-        ("user", "earlier question about Olinda"),
-        ("assistant", "earlier answer about Olinda"),
-        ("user", message),
-    ]
+    assert [role for role, _ in conversation] == ["user", "assistant", "user", "user"]
+    assert conversation[:2] == [("user", "earlier question about Olinda"), ("assistant", "earlier answer about Olinda")]
+    assert conversation[3] == ("user", message)
+    # Per-run context follows the history, just before the request.
+    context = conversation[2][1]
+    assert context.startswith(CONTEXT_HEADER)
+    assert "at most 7 steps" in context and "at most" not in system
+    assert "Alice reports elevations in feet" in context, "long-term memories of the user missing"
+    assert "centred on lat 49.61000, lon 6.13000 at zoom 9" in context
+    assert '"name":"Luxembourg"' in context
     assert f"search_memories alice {message}" in memory.notes_text()
 
-    # Memories are per user: bob gets none of alice's.
+    # Memories are per user: bob gets none of alice's, and the prefix is the same for both.
     other = unique("prompt check")
     await run_events(orch.url, {"message": other}, user="bob")
-    bob_system = system_text((await model_requests(model_url, contains=other))[-1])
-    assert "Alice reports" not in bob_system and "long-term memories" not in bob_system
+    bob_request = (await model_requests(model_url, contains=other))[-1]
+    assert "Alice reports" not in json.dumps(bob_request["body"]) and "long-term memories" not in json.dumps(
+        bob_request["body"]
+    )
+    assert bob_request["body"]["messages"][0] == request["body"]["messages"][0]
 
 
 @pytest.mark.asyncio
@@ -254,53 +263,6 @@ async def test_numbers_sent_as_strings_are_repaired_before_validation(orch, mode
     start = next(e for e in events if e.name == "tool_start")
     assert start.payload["arguments"] == {"collection_id": "lux-dem", "lon": 6.1, "lat": 49.6}
     assert content(events) == "370.5"
-
-
-@pytest.mark.asyncio
-async def test_step_budget_warns_then_withholds_tools_and_still_answers(orch, model_url) -> None:
-    message = unique("budget run")
-    await set_rules(
-        model_url,
-        {
-            "name": "keeps calling tools",
-            "match": {"last_user": "budget run", "step": 0},
-            "tool_calls": [{"name": "list_raster_collections", "arguments": {}}],
-        },
-        {
-            "name": "ignores the warning",
-            "match": {"last_user": "budget run", "step": 1},
-            "tool_calls": [{"name": "list_raster_collections", "arguments": {}}],
-        },
-        {"name": "final", "match": {"last_user": "budget run", "step": 2}, "content": "Final answer from what I have."},
-    )
-    events = await run_events(orch.url, {"message": message, "options": {"maxSteps": 3}})
-    done = terminal(events).proto.done
-    assert done.finish_reason == "step_budget"
-    assert (done.steps, done.tool_calls) == (3, 2)
-    assert done.content == "Final answer from what I have."
-    requests = await model_requests(model_url, contains=message)
-    assert len(requests) == 3
-    assert requests[0]["body"].get("tools") and "CRITICAL INSTRUCTION" not in system_text(requests[0])
-    assert requests[1]["body"].get("tools") and "CRITICAL INSTRUCTION" in system_text(requests[1])
-    assert not requests[2]["body"].get("tools"), "tools must be withheld on the last step"
-
-
-@pytest.mark.asyncio
-async def test_a_model_that_calls_tools_on_the_last_step_still_ends_with_an_answer(orch, model_url) -> None:
-    message = unique("stubborn model")
-    await set_rules(
-        model_url,
-        {
-            "name": "always tools",
-            "match": {"last_user": "stubborn model"},
-            "tool_calls": [{"name": "list_raster_collections", "arguments": {}}],
-        },
-    )
-    events = await run_events(orch.url, {"message": message, "options": {"maxSteps": 2}})
-    done = terminal(events).proto.done
-    assert done.finish_reason == "step_budget"
-    assert done.content == "I could not finish within the budget of 2 steps."
-    assert names(events).count("tool_start") == 1
 
 
 @pytest.mark.asyncio
@@ -411,9 +373,9 @@ async def test_long_tool_results_are_truncated_with_a_notice(orch, model_url) ->
     result = next(e for e in events if e.name == "tool_result").payload
     assert result["truncated"] is True
     assert result["result"].startswith("0123456789")
-    assert "[truncated: showing the first 10000 of 25000 characters" in result["result"]
+    assert "[truncated: showing the first 4000 of 25000 characters" in result["result"]
     seen = tool_messages((await model_requests(model_url, contains=message))[-1])[0]["content"]
-    assert len(seen) < 10_200 and "first 10000 of 25000" in seen
+    assert len(seen) < 4_200 and "first 4000 of 25000" in seen
 
 
 @pytest.mark.asyncio

@@ -215,8 +215,14 @@ def test_context_guard_compacts_oldest_results_first_and_keeps_pairs() -> None:
     fitted, changed = fit_to_context(messages, [], num_ctx=3000, reserve_output=500, protect_from=len(messages) - 1)
     assert changed >= 1 and estimate_tokens(fitted, []) <= 2500
     tool_contents = [m.content for m in fitted if m.role == "tool"]
-    assert tool_contents[0].startswith("[result removed"), "oldest result compacted first"
+    assert tool_contents[0].startswith("R" * 400 + "\n[truncated: showing the first 400 of 3000"), (
+        "oldest result shortened to a summary first"
+    )
     assert tool_contents[-1] == "R" * 3000, "the newest result survives when it fits"
+    # Harder (a smaller window): summaries give way to removal, oldest first.
+    fitted, _ = fit_to_context(messages, [], num_ctx=1700, reserve_output=500, protect_from=len(messages) - 1)
+    tool_contents = [m.content for m in fitted if m.role == "tool"]
+    assert tool_contents[0].startswith("[result removed") and estimate_tokens(fitted, []) <= 1200
     assert len([m for m in fitted if m.role == "tool"]) == len([m for m in fitted if m.tool_calls])
 
 

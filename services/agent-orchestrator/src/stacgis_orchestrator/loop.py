@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -18,18 +19,29 @@ from stacgis_proto.v1 import events_pb2
 
 from . import metrics
 from .context_sources import ResourceCache, fetch_memories
-from .context_window import fit_to_context
+from .context_window import ModelBudget, estimate_tokens, fit_to_context, parse_overflow
 from .coordination import Decision
 from .events import EventSink, message_to_proto, struct
+from .grounding import GroundingReport, ToolResultText, check_answer
 from .llm.base import ChatProvider
 from .llm.stream_filter import ContentFilter
 from .llm.text_tools import describe_tools_for_prompt, parse_json_answer, parse_tool_blocks
 from .llm.types import Message, ModelError, ModelTurn, TextDelta, ThinkingDelta, ToolCall, ToolSpec, new_call_id
 from .memory import ConversationMemory, consistent_history, truncate_result
-from .prompts import BUDGET_WARNING, memories_message, spatial_context_message, system_prompt
+from .prefix import all_tools
+from .prompts import (
+    FORCE_ANSWER,
+    FORCE_ANSWER_AGAIN,
+    REPEATED_CALL,
+    results_summary,
+    run_context_message,
+    spatial_context_message,
+    system_prompt,
+)
 from .settings import OrchestratorSettings
 from .tools.catalog import ToolCatalog
 from .tools.frontend import FrontendToolError, prepare_frontend_command
+from .tools.places import settle_places
 from .tools.pool import ToolPool, ToolUnavailable
 from .tools.registry import RegisteredTool
 from .tools.selection import ToolSelector
@@ -78,6 +90,7 @@ class AgentDeps:
     selector: ToolSelector
     resources: ResourceCache
     coordinator: Any  # coordination.Coordinator; Any keeps the loop testable without Redis
+    budget: ModelBudget  # learnt token ratios and context windows per model
 
 
 @dataclass
@@ -109,6 +122,12 @@ class AgentRun:
         self.answer: list[str] = []
         self.text_tools_only = not self.settings.llm_native_tools
         self.outcome = "error"
+        # Set when the model repeats a call: the next step must answer.
+        self.force_answer = False
+        # Calls run in this run, by name and arguments, to catch repeats.
+        self.seen_calls: dict[str, str] = {}
+        # Successful tool results of this run, for grounding and the fallback summary.
+        self.tool_texts: list[ToolResultText] = []
 
     # Entry point.
 
@@ -164,9 +183,10 @@ class AgentRun:
 
     def _done(self, finish: str) -> None:
         self.outcome = finish
+        answer = "".join(self.answer)
         self.sink.emit(
             done=events_pb2.Done(
-                content="".join(self.answer),
+                content=answer,
                 # A cancel can leave a tool call without its result: keep history consistent.
                 new_messages=[message_to_proto(m) for m in consistent_history(self.new_messages)],
                 usage=events_pb2.TokenUsage(input_tokens=self.input_tokens, output_tokens=self.output_tokens),
@@ -174,6 +194,7 @@ class AgentRun:
                 tool_calls=self.tool_call_count,
                 finish_reason=finish,
                 duration_ms=int((time.monotonic() - self.started) * 1000),
+                grounding=grounding_proto(check_answer(answer, self.tool_texts, self.run.message)),
             )
         )
 
@@ -191,15 +212,18 @@ class AgentRun:
             self.sink.step = step
             self.steps = step
             final_step = step == self.run.max_steps
-            warn = step == self.run.max_steps - 1
-            with tracer.start_as_current_span("agent_step", attributes={"stacgis.step": step}):
-                offered = [] if final_step else await self._select_tools(f"{self.run.message} {last_thought}".strip())
+            forced = final_step or self.force_answer
+            with tracer.start_as_current_span(
+                "agent_step", attributes={"stacgis.step": step, "stacgis.forced": forced}
+            ):
+                # The same tools are offered on a forced step: withholding them would change the prefix.
+                offered = await self._offer_tools(f"{self.run.message} {last_thought}".strip())
                 messages = memory.get_messages()
-                if (warn or final_step) and self.acted:
-                    messages = [*messages, Message(role="system", content=BUDGET_WARNING)]
+                if forced:
+                    messages = [*messages, Message(role="user", content=FORCE_ANSWER)]
                 turn, visible = await self._think(messages, offered, memory.current_request_index())
                 last_thought = (turn.thinking or visible)[-LAST_THOUGHT_CHARS:]
-                if turn.tool_calls and not final_step:
+                if turn.tool_calls and not forced:
                     self.acted = True
                     assistant = memory.add_assistant(visible, turn.tool_calls)
                     self.new_messages.append(assistant)
@@ -209,38 +233,63 @@ class AgentRun:
                         )
                         self.new_messages.append(message)
                     continue
-                if not "".join(self.answer).strip():
-                    fallback = (
-                        f"I could not finish within the budget of {self.run.max_steps} steps."
-                        if final_step and turn.tool_calls
-                        else "The model returned an empty answer."
-                    )
+                if turn.tool_calls and not visible.strip():
+                    # A forced step's calls are never run: ask once more, then summarise the results.
+                    self._withhold(turn.tool_calls)
+                    messages = [*messages, Message(role="user", content=FORCE_ANSWER_AGAIN)]
+                    turn, visible = await self._think(messages, offered, memory.current_request_index())
+                    if turn.tool_calls:
+                        self._withhold(turn.tool_calls)
+                if not visible.strip():
+                    if self.tool_texts:
+                        fallback = results_summary(
+                            [(r.tool_name, r.text) for r in self.tool_texts], self.settings.max_tool_result_chars
+                        )
+                    elif final_step and turn.tool_calls:
+                        fallback = f"I could not finish within the budget of {self.run.max_steps} steps."
+                    else:
+                        fallback = "The model returned an empty answer."
                     self._content(fallback)
                     visible = fallback
                 self.new_messages.append(memory.add_assistant(visible))
-                budget_hit = (warn or final_step) and self.acted
-                return "step_budget" if budget_hit else "completed"
+                return "step_budget" if final_step and self.acted else "completed"
         raise AssertionError("the step loop always returns")  # max_steps >= 1
+
+    def _withhold(self, calls: list[ToolCall]) -> None:
+        names = ", ".join(call.name for call in calls)
+        log.info("run %s: the model called %s on a forced step; not run", self.run.run_id, names)
 
     async def _prepare_memory(self) -> ConversationMemory:
         memory = ConversationMemory(self.settings.history_window, self.settings.max_tool_result_chars)
         headers = self._headers()
-        resources, memories = await asyncio.gather(
-            self._resources(headers), fetch_memories(self.deps.pool, self.settings, self.run.message, headers)
+        resources, memories, _ = await asyncio.gather(
+            self._resources(headers),
+            fetch_memories(self.deps.pool, self.settings, self.run.message, headers),
+            self._learn_window(),
         )
-        memory.add_system(system_prompt(self.run.max_steps, self.run.identity.user_id, resources))
-        if memories:
-            memory.add_system(memories_message(memories))
+        # The prefix: only what every run shares. Per-run context follows the history.
+        memory.add_system(system_prompt(resources))
         spatial = self.run.spatial
         context = spatial_context_message(
             spatial.center, spatial.zoom, spatial.selected_feature, spatial.drawn_geometry
         )
-        if context:
-            memory.add_system(context)
         for message in consistent_history(self.run.history):
             memory.add(message)
+        memory.add_user(run_context_message(self.run.max_steps, memories, context))
         memory.add_user(self.run.message)
         return memory
+
+    async def _learn_window(self) -> None:
+        """The model's own context window (`/api/show`), once per model and process."""
+        budget, model = self.deps.budget, self.run.model
+        if model in budget.asked:
+            return
+        budget.asked.add(model)
+        try:
+            async with asyncio.timeout(self.settings.context_timeout_seconds):
+                budget.learn_window(model, await self.deps.provider.context_length(model))
+        except Exception:
+            log.warning("cannot read the context window of %s", model, exc_info=True)
 
     async def _resources(self, headers: dict[str, str]) -> dict[str, str]:
         try:
@@ -258,6 +307,11 @@ class AgentRun:
                 log.warning("cannot read the cancel flag of run %s", self.run.run_id, exc_info=True)
         if self.cancel_requested:
             raise asyncio.CancelledError
+
+    async def _offer_tools(self, query: str) -> list[ToolSpec]:
+        if self.settings.tool_selection == "all":
+            return all_tools(self.deps.catalog, self.deps.pool, self.settings)
+        return await self._select_tools(query)
 
     async def _select_tools(self, query: str) -> list[ToolSpec]:
         catalog = self.deps.catalog
@@ -278,20 +332,58 @@ class AgentRun:
         if self.text_tools_only and offered:
             messages = [messages[0], Message(role="system", content=describe_tools_for_prompt(offered)), *messages[1:]]
             protect_from += 1
-        messages, compacted = fit_to_context(
-            messages, native, self.settings.llm_num_ctx, self.settings.llm_max_output_tokens, protect_from
-        )
-        if compacted:
-            log.info("compacted %d messages to fit the context window", compacted)
         detect = bool(offered) and (self.settings.llm_text_tool_fallback or self.text_tools_only)
         try:
-            return await self._call_model(messages, native, offered, detect)
+            return await self._call_fitted(messages, native, offered, detect, protect_from)
         except ModelError as error:
             if error.code == "tools_unsupported" and not self.text_tools_only:
                 log.warning("%s; describing tools in the prompt instead", error.message)
                 self.text_tools_only = True
                 return await self._think(messages, offered, protect_from)
             raise
+
+    async def _call_fitted(
+        self, messages: list[Message], native: list[ToolSpec], offered: list[ToolSpec], detect: bool, protect_from: int
+    ) -> tuple[ModelTurn, str]:
+        """Fit the conversation to the window and call the model. A context overflow the model reports
+        is compacted harder and retried (bounded); it ends the run only when nothing is left to remove."""
+        budget, model = self.deps.budget, self.run.model
+        level, retries, last_sent = 0, 0, None
+        while True:
+            fitted, compacted = fit_to_context(
+                messages,
+                native,
+                budget.window(model),
+                self.settings.llm_max_output_tokens,
+                protect_from,
+                budget.ratio(model),
+                level,
+            )
+            if fitted == last_sent:
+                level += 1  # this level removed nothing more: go further before asking the model again
+                continue
+            if compacted:
+                log.info("compacted %d messages to fit the context window (level %d)", compacted, level)
+            raw_estimate = estimate_tokens(fitted, native)
+            try:
+                turn, visible = await self._call_model(fitted, native, offered, detect)
+            except ModelError as error:
+                if error.code != "context_too_long" or self._step_has_content:
+                    raise
+                numbers = parse_overflow(error.message)
+                if numbers is not None:
+                    budget.calibrate(model, raw_estimate, numbers[0])
+                    budget.learn_window(model, numbers[1])
+                retries += 1
+                if retries > self.settings.context_overflow_retries:
+                    raise
+                metrics.MODEL_ERRORS.labels("context_overflow_retried").inc()
+                log.warning("run %s: %s; compacting and retrying", self.run.run_id, error.message)
+                level += 1
+                last_sent = fitted
+                continue
+            budget.calibrate(model, raw_estimate, turn.input_tokens)
+            return turn, visible
 
     async def _call_model(
         self, messages: list[Message], native: list[ToolSpec], offered: list[ToolSpec], detect: bool
@@ -392,7 +484,10 @@ class AgentRun:
 
     async def _act(self, calls: list[ToolCall], offered: list[ToolSpec]) -> list[Message]:
         """Run one step's tool calls; returns their tool messages in call order."""
+        calls = await settle_places(calls, self.deps.catalog, self.run.spatial, self.deps.pool, self._headers)
         prepared = [self._prepare(call, offered) for call in calls]
+        for item in prepared:
+            self._check_repeat(item)
         results: dict[str, str] = {}
         for item in prepared:
             if item.error is not None:
@@ -437,6 +532,20 @@ class AgentRun:
             for c in calls
             if c.id in results
         ]
+
+    def _check_repeat(self, item: _Prepared) -> None:
+        """A call already made in this run with the same arguments is not run again: the model is
+        told it has that result, and the next step must answer."""
+        if item.error is not None or item.tool is None:
+            return
+        key = item.tool.name + json.dumps(item.arguments, sort_keys=True, ensure_ascii=False, default=str)
+        first = self.seen_calls.get(key)
+        if first is None:
+            self.seen_calls[key] = item.call.id
+            return
+        item.error = REPEATED_CALL.format(name=item.tool.name, call_id=first)
+        item.error_kind = "repeated_call"
+        self.force_answer = True
 
     def _gated(self, tool: RegisteredTool) -> bool:
         return tool.kind == "mcp" and self.deps.catalog.requires_approval(tool)
@@ -583,6 +692,7 @@ class AgentRun:
     def _tool_result(self, item: _Prepared, text: str, duration_s: float) -> str:
         assert item.tool is not None
         shown, truncated = truncate_result(text, self.settings.max_tool_result_chars)
+        self.tool_texts.append(ToolResultText(item.call.id, item.tool.name, text))
         self.sink.emit(
             tool_result=events_pb2.ToolResult(
                 call_id=item.call.id,
@@ -616,3 +726,25 @@ def _unique_ids(calls: list[ToolCall]) -> list[ToolCall]:
         seen.add(call.id)
         unique.append(call)
     return unique
+
+
+def grounding_proto(report: GroundingReport) -> events_pb2.Grounding:
+    return events_pb2.Grounding(
+        numbers=[
+            events_pb2.GroundedNumber(
+                text=checked.number.text,
+                value=checked.number.value,
+                unit=checked.number.unit,
+                start=checked.number.start,
+                end=checked.number.end,
+                supported=checked.supported,
+                call_id=checked.call_id,
+                tool_name=checked.tool_name,
+                source_value=checked.source_value,
+                match=checked.match,
+            )
+            for checked in report.numbers
+        ],
+        supported_count=report.supported_count,
+        unsupported_count=report.unsupported_count,
+    )

@@ -2,32 +2,21 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from .llm.types import Message, ToolCall
-
-NOTICE = re.compile(r"\n\[truncated: showing the first \d+ of \d+ characters[^\]]*\]$")
+from .result_shaping import shape_result
 
 
 def truncate_result(text: str, limit: int) -> tuple[str, bool]:
-    """Cut a tool result to `limit` characters, saying so, so the model knows data is missing.
-    A result cut before (history sent back by the caller) is left as it is."""
-    if len(text) <= limit:
-        return text, False
-    already = NOTICE.search(text)
-    if already is not None and already.start() <= limit:
-        return text, False
-    notice = (
-        f"\n[truncated: showing the first {limit} of {len(text)} characters; ask for less data if you need the rest]"
-    )
-    return text[:limit] + notice, True
+    """A tool result that fits `limit` characters: JSON shaped as JSON, text cut with a notice."""
+    return shape_result(text, limit)
 
 
 class ConversationMemory:
     """System messages are pinned; the others slide in a window of `window` messages."""
 
-    def __init__(self, window: int = 50, max_tool_result_chars: int = 10_000) -> None:
+    def __init__(self, window: int = 50, max_tool_result_chars: int = 4_000) -> None:
         self.window = window
         self.max_tool_result_chars = max_tool_result_chars
         self.system: list[Message] = []
@@ -89,7 +78,7 @@ class ConversationMemory:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ConversationMemory:
-        memory = cls(int(data.get("window", 50)), int(data.get("max_tool_result_chars", 10_000)))
+        memory = cls(int(data.get("window", 50)), int(data.get("max_tool_result_chars", 4_000)))
         for item in data.get("messages", []):
             memory.add(message_from_dict(item))
         return memory

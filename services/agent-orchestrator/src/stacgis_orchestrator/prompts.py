@@ -5,34 +5,71 @@ from __future__ import annotations
 import json
 from typing import Any
 
-BASE_PROMPT = """You are stacgis, a geospatial assistant. You answer questions about places, maps, satellite \
-imagery, elevation, land cover, climate grids and vector data (countries, cities) by calling tools and \
-reading their results.
+from .result_shaping import shape_result
 
-How to work:
-- Think about which data answers the question, call the tools you need, then answer.
-- Use only numbers that tools returned; state units, the dataset used and any limits (resolution, clipping).
-- If a tool reports an error, read it, fix the arguments and try again, or explain what failed.
-- Coordinates are WGS 84 degrees; a bounding box is [west, south, east, north].
-- Map tools (zoom_to_location, visualize_collection, set_map_style, toggle_ui_panel, generate_chart) act \
-on the user's screen: use them when showing something helps.
-- Answer concisely, in the user's language, in Markdown."""
+# Read by a small model on every cold start: short, direct rules. Nothing here may vary per run or
+# per user (no ids, dates or budgets), so the prompt prefix stays byte-identical and cached.
+BASE_PROMPT = """You are stacgis, a geospatial assistant beside a map. You answer by calling tools and reading \
+their results.
 
-BUDGET_WARNING = (
-    "CRITICAL INSTRUCTION: this is your last chance to act. Do not call any tool now. "
-    "Answer the user with what you have learned so far, and say what is still missing."
+Rules:
+1. Pick the tool that fits the question and call it. For a place, pass its name, e.g. place: "Luxembourg". \
+Do not type coordinates or boxes yourself.
+2. Use only numbers that appear in tool results. Never guess a number.
+3. If no dataset, place, period or variable covers the question, say so plainly and name what is missing.
+4. If a tool returns an error, fix the arguments, or say what failed.
+5. To show something to the user, use the map tools.
+6. Answer in one or two sentences with the number, its unit and the dataset."""
+
+# Sent after the prefix as the user's words (a user-role message), so asking for an answer never
+# changes the cached prompt.
+FORCE_ANSWER = (
+    "Do not call any more tools. Answer my question now in plain text, using only the tool results above. "
+    "If they do not answer it, say what is missing."
 )
+FORCE_ANSWER_AGAIN = "Tools are closed: a tool call is not run now. Write your answer as plain text."
+REPEATED_CALL = (
+    "You already called {name} with these arguments in this request (call {call_id}); its result is above. "
+    "Do not call it again: answer from that result."
+)
+SUMMARY_HEADER = "[The model did not write an answer. These are the tool results of this request, shown as they came:]"
 
 
-def system_prompt(max_steps: int, user_id: str, resources: dict[str, str]) -> str:
-    parts = [
-        BASE_PROMPT,
-        f"You have at most {max_steps} steps (model calls) for this request; plan your tool calls accordingly.",
-        f"The user's id is {user_id}; tools already know who the user is, never pass it as an argument.",
-    ]
-    for title, text in resources.items():
-        parts.append(f"{title}:\n{text}")
+def system_prompt(resources: dict[str, str]) -> str:
+    """The first system message: the same for every run with the same settings and catalogues."""
+    parts = [BASE_PROMPT]
+    for title in sorted(resources):
+        parts.append(f"{title}:\n{resources[title]}")
     return "\n\n".join(parts)
+
+
+def budget_message(max_steps: int) -> str:
+    return f"You have at most {max_steps} steps (model calls) for this request; plan your tool calls accordingly."
+
+
+def run_context_message(max_steps: int, memories: list[str], spatial: str | None) -> str:
+    """Everything per run, in one message placed after the history, just before the request. It is a
+    user-role message: Ollama moves every system message to the top of the prompt, where it would
+    break the cached prefix."""
+    parts = [CONTEXT_HEADER, budget_message(max_steps)]
+    if memories:
+        parts.append(memories_message(memories))
+    if spatial:
+        parts.append(spatial)
+    return "\n\n".join(parts)
+
+
+CONTEXT_HEADER = "[Context for my next message, from the app:]"
+
+
+def results_summary(results: list[tuple[str, str]], limit: int) -> str:
+    """A factual fallback answer: each tool's result, shaped short, under a header saying what it is."""
+    per_result = max(120, limit // max(1, len(results)))
+    lines = [SUMMARY_HEADER]
+    for name, text in results:
+        shaped, _ = shape_result(text, per_result)
+        lines.append(f"- {name}: {shaped}")
+    return "\n".join(lines)
 
 
 def summarize_resource(text: str, limit: int) -> str:
@@ -49,7 +86,8 @@ def summarize_resource(text: str, limit: int) -> str:
     if not isinstance(data, list):
         return _cut(json.dumps(data, ensure_ascii=False, separators=(",", ":")), limit)
     lines = []
-    for item in data:
+    # Sorted, so the system prompt does not change when a server lists the same items in another order.
+    for item in sorted(data, key=_sort_key):
         if isinstance(item, dict):
             ident = item.get("id") or item.get("name") or item.get("dataset")
             title = item.get("title") or item.get("description") or ""
@@ -63,6 +101,12 @@ def summarize_resource(text: str, limit: int) -> str:
         else:
             lines.append(f"- {item}")
     return _cut("\n".join(lines), limit)
+
+
+def _sort_key(item: Any) -> str:
+    if isinstance(item, dict):
+        return str(item.get("id") or item.get("name") or item.get("dataset") or "")
+    return str(item)
 
 
 EXTRA_KEYS = ("units", "time", "time_range", "temporal_extent", "kind", "count")

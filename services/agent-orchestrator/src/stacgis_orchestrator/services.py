@@ -11,11 +11,13 @@ from stacgis_common.auth import Identity, mint_for
 from stacgis_common.embeddings import EmbeddingsClient
 
 from .context_sources import ResourceCache
+from .context_window import ModelBudget
 from .coordination import Coordinator
 from .llm.base import ChatProvider
 from .llm.ollama import OllamaProvider
 from .llm.openai import OpenAIProvider
 from .loop import AgentDeps
+from .prefix import warm_prefix
 from .settings import OrchestratorSettings
 from .tools.catalog import ToolCatalog
 from .tools.pool import ToolPool
@@ -57,6 +59,7 @@ class Services:
     provider: ChatProvider
     deps: AgentDeps
     _indexer: asyncio.Task[None] | None = None
+    _warmer: asyncio.Task[None] | None = None
 
     @classmethod
     async def start(cls, settings: OrchestratorSettings) -> Services:
@@ -83,9 +86,24 @@ class Services:
             selector=selector,
             resources=ResourceCache(pool, settings),
             coordinator=coordinator,
+            budget=ModelBudget(settings.llm_num_ctx),
         )
         services = cls(settings, coordinator, pool, catalog, selector, embeddings, provider, deps)
         services._indexer = asyncio.create_task(services._index_tools(), name="tool-embedding-index")
+        warmup = settings.llm_warmup if settings.llm_warmup is not None else settings.llm_provider == "ollama"
+        if warmup:
+            services._warmer = asyncio.create_task(
+                warm_prefix(
+                    settings,
+                    provider,
+                    catalog,
+                    pool,
+                    deps.resources,
+                    deps.budget,
+                    {"Authorization": f"Bearer {mint_for(settings, SERVICE_IDENTITY)}"},
+                ),
+                name="prompt-prefix-warmup",
+            )
         return services
 
     async def _index_tools(self) -> None:
@@ -104,10 +122,11 @@ class Services:
         await self.provider.ready()
 
     async def aclose(self) -> None:
-        if self._indexer is not None:
-            self._indexer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._indexer
+        for task in (self._indexer, self._warmer):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         await self.pool.aclose()
         await self.embeddings.aclose()
         await self.provider.aclose()

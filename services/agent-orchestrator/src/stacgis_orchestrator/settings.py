@@ -40,6 +40,11 @@ class OrchestratorSettings(ServiceSettings):
     llm_timeout_seconds: float = Field(default=120.0, gt=0)
     # Send tool schemas natively; when false they are described in the system prompt instead.
     llm_native_tools: bool = True
+    # Warm the model's cache with the fixed prompt prefix (system prompt + tools) at start, in the
+    # background; unset: on for the ollama provider (a local server that caches the prefix).
+    llm_warmup: bool | None = None
+    # Model calls retried after the model reports a context overflow, each after compacting harder.
+    context_overflow_retries: int = Field(default=3, ge=0, le=10)
     # Read tool calls written as text (<tool_call>{...}</tool_call>, JSON) when a model has no native calls.
     llm_text_tool_fallback: bool = True
 
@@ -61,7 +66,8 @@ class OrchestratorSettings(ServiceSettings):
     tool_retry_backoff_seconds: float = Field(default=0.25, ge=0)
     breaker_failure_threshold: int = Field(default=3, ge=1)
     breaker_reset_seconds: float = Field(default=30.0, gt=0)
-    max_tool_result_chars: int = Field(default=10_000, ge=100)
+    # Longer tool results are shaped to this size (JSON stays JSON: first list items and a count).
+    max_tool_result_chars: int = Field(default=4_000, ge=100)
 
     # The loop.
     max_steps: int = Field(default=15, ge=1, le=100)
@@ -69,6 +75,9 @@ class OrchestratorSettings(ServiceSettings):
     max_message_chars: int = Field(default=32_000, ge=1)
     max_history_messages: int = Field(default=500, ge=0)
 
+    # all: every available tool on every step in a fixed order (a byte-stable prompt prefix that the
+    # model server can keep cached); dynamic: the K best tools per step (shorter, but always cold).
+    tool_selection: Literal["all", "dynamic"] = "all"
     # Dynamic tool selection: the K best MCP tools per step (see docs/benchmarks/tool-selection.md).
     tool_top_k: int = Field(default=8, ge=1)
     tool_keyword_weight: float = Field(default=0.1, ge=0)

@@ -137,7 +137,7 @@ class TokenUsage(_message.Message):
     def __init__(self, input_tokens: _Optional[int] = ..., output_tokens: _Optional[int] = ...) -> None: ...
 
 class Done(_message.Message):
-    __slots__ = ("content", "new_messages", "usage", "steps", "tool_calls", "finish_reason", "duration_ms")
+    __slots__ = ("content", "new_messages", "usage", "steps", "tool_calls", "finish_reason", "duration_ms", "grounding")
     CONTENT_FIELD_NUMBER: _ClassVar[int]
     NEW_MESSAGES_FIELD_NUMBER: _ClassVar[int]
     USAGE_FIELD_NUMBER: _ClassVar[int]
@@ -145,6 +145,7 @@ class Done(_message.Message):
     TOOL_CALLS_FIELD_NUMBER: _ClassVar[int]
     FINISH_REASON_FIELD_NUMBER: _ClassVar[int]
     DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    GROUNDING_FIELD_NUMBER: _ClassVar[int]
     content: str
     new_messages: _containers.RepeatedCompositeFieldContainer[_run_pb2.ChatMessage]
     usage: TokenUsage
@@ -152,7 +153,42 @@ class Done(_message.Message):
     tool_calls: int
     finish_reason: str
     duration_ms: int
-    def __init__(self, content: _Optional[str] = ..., new_messages: _Optional[_Iterable[_Union[_run_pb2.ChatMessage, _Mapping]]] = ..., usage: _Optional[_Union[TokenUsage, _Mapping]] = ..., steps: _Optional[int] = ..., tool_calls: _Optional[int] = ..., finish_reason: _Optional[str] = ..., duration_ms: _Optional[int] = ...) -> None: ...
+    grounding: Grounding
+    def __init__(self, content: _Optional[str] = ..., new_messages: _Optional[_Iterable[_Union[_run_pb2.ChatMessage, _Mapping]]] = ..., usage: _Optional[_Union[TokenUsage, _Mapping]] = ..., steps: _Optional[int] = ..., tool_calls: _Optional[int] = ..., finish_reason: _Optional[str] = ..., duration_ms: _Optional[int] = ..., grounding: _Optional[_Union[Grounding, _Mapping]] = ...) -> None: ...
+
+class Grounding(_message.Message):
+    __slots__ = ("numbers", "supported_count", "unsupported_count")
+    NUMBERS_FIELD_NUMBER: _ClassVar[int]
+    SUPPORTED_COUNT_FIELD_NUMBER: _ClassVar[int]
+    UNSUPPORTED_COUNT_FIELD_NUMBER: _ClassVar[int]
+    numbers: _containers.RepeatedCompositeFieldContainer[GroundedNumber]
+    supported_count: int
+    unsupported_count: int
+    def __init__(self, numbers: _Optional[_Iterable[_Union[GroundedNumber, _Mapping]]] = ..., supported_count: _Optional[int] = ..., unsupported_count: _Optional[int] = ...) -> None: ...
+
+class GroundedNumber(_message.Message):
+    __slots__ = ("text", "value", "unit", "start", "end", "supported", "call_id", "tool_name", "source_value", "match")
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    UNIT_FIELD_NUMBER: _ClassVar[int]
+    START_FIELD_NUMBER: _ClassVar[int]
+    END_FIELD_NUMBER: _ClassVar[int]
+    SUPPORTED_FIELD_NUMBER: _ClassVar[int]
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    TOOL_NAME_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_VALUE_FIELD_NUMBER: _ClassVar[int]
+    MATCH_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    value: float
+    unit: str
+    start: int
+    end: int
+    supported: bool
+    call_id: str
+    tool_name: str
+    source_value: float
+    match: str
+    def __init__(self, text: _Optional[str] = ..., value: _Optional[float] = ..., unit: _Optional[str] = ..., start: _Optional[int] = ..., end: _Optional[int] = ..., supported: _Optional[bool] = ..., call_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., source_value: _Optional[float] = ..., match: _Optional[str] = ...) -> None: ...
 
 class Error(_message.Message):
     __slots__ = ("code", "message")

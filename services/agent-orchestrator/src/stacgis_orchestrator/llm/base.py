@@ -18,6 +18,15 @@ class ChatProvider(Protocol):
         """Stream raw deltas (content may still hold <think> tags), then one ModelTurn."""
         ...
 
+    async def context_length(self, model: str) -> int | None:
+        """The model's context window as the server reports it, or None when it does not say."""
+        ...
+
+    async def warm(self, messages: list[Message], tools: list[ToolSpec], model: str, think: bool | None) -> int | None:
+        """Have the server read this prompt (to cache it), generating one token; returns the prompt
+        tokens it counted, when it reports them."""
+        ...
+
     async def ready(self) -> None:
         """Raise when the model server does not answer."""
         ...

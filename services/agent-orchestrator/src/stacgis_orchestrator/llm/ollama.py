@@ -22,6 +22,8 @@ from .types import (
     new_call_id,
 )
 
+WARM_TIMEOUT_SECONDS = 900.0
+
 
 def format_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
     return [
@@ -168,6 +170,33 @@ class OllamaProvider:
         if final is None:
             raise ModelError("model_error", "the model server closed the stream before it was done")
         yield final
+
+    async def context_length(self, model: str) -> int | None:
+        """`model_info["<family>.context_length"]` of `/api/show`."""
+        try:
+            response = await self._client.post("/api/show", json={"model": model}, timeout=10.0)
+            if response.status_code >= 400:
+                return None
+            info = response.json().get("model_info") or {}
+        except (httpx.HTTPError, ValueError, AttributeError):
+            return None
+        lengths = [v for k, v in info.items() if k.endswith(".context_length") and isinstance(v, int) and v > 0]
+        return min(lengths) if lengths else None
+
+    async def warm(self, messages: list[Message], tools: list[ToolSpec], model: str, think: bool | None) -> int | None:
+        body = self._body(messages, tools, model, think)
+        body["stream"] = False
+        body["options"]["num_predict"] = 1
+        # A cold prompt on a CPU takes minutes; this runs in the background, so wait for it.
+        timeout = httpx.Timeout(max(self.timeout_seconds, WARM_TIMEOUT_SECONDS), connect=10.0)
+        try:
+            response = await self._client.post("/api/chat", json=body, timeout=timeout)
+        except httpx.HTTPError as error:
+            raise transport_error(error, self.base_url, timeout.read or 0) from None
+        if response.status_code >= 400:
+            raise model_http_error(response.status_code, _error_text(response), model, self.base_url)
+        count = response.json().get("prompt_eval_count")
+        return count if isinstance(count, int) else None
 
     async def ready(self) -> None:
         response = await self._client.get("/api/version", timeout=3.0)

@@ -178,6 +178,25 @@ class OpenAIProvider:
             finish_reason=finish,
         )
 
+    async def context_length(self, model: str) -> int | None:
+        return None  # the OpenAI API does not say
+
+    async def warm(self, messages: list[Message], tools: list[ToolSpec], model: str, think: bool | None) -> int | None:
+        body: dict[str, Any] = {"model": model, "messages": format_messages(messages), "max_tokens": 1}
+        if tools:
+            body["tools"] = format_tools(tools)
+            body["tool_choice"] = "auto"
+        timeout = httpx.Timeout(max(self.timeout_seconds, 900.0), connect=10.0)
+        try:
+            response = await self._client.post(self.path, json=body, timeout=timeout)
+        except httpx.HTTPError as error:
+            raise transport_error(error, self.base_url, timeout.read or 0) from None
+        if response.status_code >= 400:
+            raise model_http_error(response.status_code, _error_text(response), model, self.base_url)
+        usage = response.json().get("usage") or {}
+        count = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+        return count if isinstance(count, int) else None
+
     async def ready(self) -> None:
         response = await self._client.get(self.path.replace("/chat/completions", "/models"), timeout=3.0)
         response.raise_for_status()

@@ -1,0 +1,288 @@
+"""The loop never fails the user for its own reasons, and keeps the prompt prefix byte-stable.
+
+An orchestrator runs against a model server with a small context window (tests/servers/window_model.py:
+the Ollama protocol in front of the real scripted model server, counting tokens its own way and
+answering HTTP 400 on overflow) and the small real MCP tool servers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from conftest import SERVERS, ToolServer, orchestrator, orchestrator_env
+from orchestrator_helpers import content, model_requests, names, run_events, set_rules, terminal
+
+from stacgis_common.testing import RunningService, free_port, run_service
+from stacgis_orchestrator.prompts import CONTEXT_HEADER, FORCE_ANSWER, FORCE_ANSWER_AGAIN, SUMMARY_HEADER
+
+FORCED = "Answer my question now"
+
+
+def unique(text: str) -> str:
+    return f"{text} [{uuid.uuid4().hex[:8]}]"
+
+
+@pytest.fixture(scope="module")
+def window_model(model_server: RunningService) -> Iterator[RunningService]:
+    port = free_port()
+    env = {
+        "WINDOW_UPSTREAM": model_server.url,
+        "WINDOW_TOKENS": "1000000",
+        "WINDOW_PORT": str(port),
+        "PYTHONPATH": str(SERVERS),
+    }
+    with run_service("window_model", env, port) as service:
+        yield service
+
+
+@pytest.fixture(scope="module")
+def small_orch(
+    window_model: RunningService,
+    model_server: RunningService,
+    redis_url: str,
+    raster: ToolServer,
+    vector: ToolServer,
+    memory: ToolServer,
+) -> Iterator[RunningService]:
+    servers = {"raster": raster.mcp, "vector": vector.mcp, "memory": memory.mcp}
+    env = orchestrator_env(
+        window_model.url, redis_url, servers, llm_num_ctx="32768", embedding_base_url=model_server.url
+    )
+    with orchestrator(env) as service:
+        yield service
+
+
+def window_log(window_model: RunningService) -> list[dict[str, Any]]:
+    data: list[dict[str, Any]] = httpx.get(window_model.url + "/_window/log", timeout=10).json()
+    return data
+
+
+def set_window(window_model: RunningService, tokens: int) -> None:
+    httpx.put(window_model.url + "/_window/size", json={"tokens": tokens}, timeout=10).raise_for_status()
+
+
+def of_message(log: list[dict[str, Any]], marker: str) -> list[dict[str, Any]]:
+    return [entry for entry in log if marker in json.dumps(entry["body"]["messages"])]
+
+
+@contextlib.contextmanager
+def window(window_model: RunningService, tokens: int) -> Iterator[None]:
+    set_window(window_model, tokens)
+    try:
+        yield
+    finally:
+        set_window(window_model, 1_000_000)
+
+
+@pytest.mark.asyncio
+async def test_the_prefix_is_warmed_and_byte_identical_across_users_runs_and_steps(
+    small_orch, window_model, model_url
+) -> None:
+    deadline = time.monotonic() + 30
+    while not (warm := [e for e in window_log(window_model) if e["body"].get("stream") is False]):
+        assert time.monotonic() < deadline, "no warm-up request reached the model server"
+        await asyncio.sleep(0.5)
+    assert warm[0]["body"]["options"]["num_predict"] == 1
+    assert [m["role"] for m in warm[0]["body"]["messages"]] == ["system"]
+
+    first, second = unique("prefix one"), unique("prefix two")
+    users = [f"user-{uuid.uuid4().hex[:10]}", f"user-{uuid.uuid4().hex[:10]}"]
+    await set_rules(
+        model_url,
+        {
+            "name": "tool",
+            "match": {"last_user": "prefix one", "step": 0},
+            "tool_calls": [{"name": "list_raster_collections", "arguments": {}}],
+        },
+        {"name": "answer", "match": {"last_user": "prefix (one|two)"}, "content": "ok"},
+    )
+    await run_events(small_orch.url, {"message": first}, user=users[0])
+    await run_events(small_orch.url, {"message": second, "options": {"maxSteps": 4}}, user=users[1])
+    log = window_log(window_model)
+    requests = [*warm, *of_message(log, first), *of_message(log, second)]
+    assert len(requests) == 4, "warm-up, two steps of the first run, one of the second"
+    prefixes = {
+        (json.dumps(r["body"]["messages"][0], ensure_ascii=False), json.dumps(r["body"]["tools"], ensure_ascii=False))
+        for r in requests
+    }
+    assert len(prefixes) == 1, "system message and tools must be byte-identical in every request"
+    tools = [tool["function"]["name"] for tool in requests[0]["body"]["tools"]]
+    assert tools == sorted(tools) and {"zoom_to_location", "list_available_tools", "save_note"} <= set(tools)
+    for request in requests:
+        text = json.dumps(request["body"])
+        assert users[0] not in text and users[1] not in text, "the model must never see user ids"
+    # The per-run budget comes after the history, in the context message before the request.
+    messages = of_message(log, second)[0]["body"]["messages"]
+    assert messages[-2]["role"] == "user" and messages[-2]["content"].startswith(CONTEXT_HEADER)
+    assert "at most 4 steps" in messages[-2]["content"] and "at most" not in messages[0]["content"]
+
+
+@pytest.mark.asyncio
+async def test_a_context_overflow_is_compacted_and_retried_then_avoided_by_calibration(
+    small_orch, window_model, model_url
+) -> None:
+    # Measure this setup's prompt, then give the model a window just 2,000 tokens larger.
+    probe = unique("measure the prompt")
+    await set_rules(
+        model_url, {"name": "ok", "match": {"last_user": "measure the prompt|long history"}, "content": "ok"}
+    )
+    await run_events(small_orch.url, {"message": probe, "options": {"model": "probe-model"}})
+    (measured,) = of_message(window_log(window_model), probe)
+    # An earlier exchange of 5,000 characters (2,500 of the server's tokens) no longer fits.
+    history = [
+        {"role": "user", "content": "earlier question " + "about rivers " * 380},
+        {"role": "assistant", "content": "earlier answer " + "on rivers " * 100},
+    ]
+    with window(window_model, measured["tokens"] + 2000):
+        message = unique("long history")
+        events = await run_events(
+            small_orch.url, {"message": message, "history": history, "options": {"model": "small-model"}}
+        )
+        assert names(events)[-1] == "done", [e.payload for e in events if e.name == "error"]
+        assert content(events) == "ok"
+        attempts = of_message(window_log(window_model), message)
+        assert [a["status"] for a in attempts] == [400, 200], "one overflow, then a compacted retry"
+        assert attempts[1]["tokens"] <= attempts[1]["window"] < attempts[0]["tokens"]
+        sent = json.dumps(attempts[1]["body"]["messages"])
+        assert "earlier question" not in sent, "the oldest exchange was dropped to fit"
+
+        # The overflow taught the orchestrator this model's real token count: no overflow now.
+        again = unique("long history")
+        events = await run_events(
+            small_orch.url, {"message": again, "history": history, "options": {"model": "small-model"}}
+        )
+        assert content(events) == "ok"
+        assert [a["status"] for a in of_message(window_log(window_model), again)] == [200]
+
+
+@pytest.mark.asyncio
+async def test_a_repeated_call_is_not_run_again_and_the_next_step_answers(orch, model_url, raster) -> None:
+    message = unique("repeat point")
+    call = {"name": "query_raster_point", "arguments": {"collection_id": "lux-dem", "lon": 6.1, "lat": 49.6}}
+    await set_rules(
+        model_url,
+        {"name": "first", "match": {"last_user": "repeat point", "step": 0}, "tool_calls": [call]},
+        {"name": "again", "match": {"last_user": "repeat point", "step": 1}, "tool_calls": [call]},
+        {
+            "name": "forced",
+            "match": {"last_user": FORCED},
+            "content": "Answered from the first result.",
+        },
+    )
+    calls_before = len(httpx.get(raster.url + "/_control/calls").json())
+    events = await run_events(orch.url, {"message": message})
+    calls = httpx.get(raster.url + "/_control/calls").json()[calls_before:]
+    assert [c["tool"] for c in calls] == ["query_raster_point"], "the repeat never reached the tool server"
+    error = next(e.payload for e in events if e.name == "tool_error")
+    first = next(e.payload for e in events if e.name == "tool_start")
+    assert error["kind"] == "repeated_call"
+    assert first["callId"] in error["error"] and "already called query_raster_point" in error["error"]
+    value = json.loads(next(e.payload for e in events if e.name == "tool_result")["result"])["value"]
+    done = terminal(events).proto.done
+    assert done.content == "Answered from the first result." and done.finish_reason == "completed"
+    requests = await model_requests(model_url, contains=message)
+    assert len(requests) == 3
+    seen = [m["content"] for m in requests[2]["body"]["messages"] if m["role"] == "tool"]
+    assert json.loads(seen[0])["value"] == value and seen[1] == error["error"]
+    assert requests[2]["body"]["messages"][-1] == {"role": "user", "content": FORCE_ANSWER}
+    assert requests[2]["body"]["tools"] == requests[0]["body"]["tools"], "a forced answer keeps the prefix"
+
+
+@pytest.mark.asyncio
+async def test_at_the_step_budget_the_model_answers_with_the_same_tools_offered(orch, model_url) -> None:
+    message = unique("budget run")
+    await set_rules(
+        model_url,
+        {
+            "name": "collections",
+            "match": {"last_user": "budget run", "step": 0},
+            "tool_calls": [{"name": "list_raster_collections", "arguments": {}}],
+        },
+        {
+            "name": "point",
+            "match": {"last_user": "budget run", "step": 1},
+            "tool_calls": [
+                {"name": "query_raster_point", "arguments": {"collection_id": "pr-1999", "lon": 6.1, "lat": 49.6}}
+            ],
+        },
+        {"name": "final", "match": {"last_user": FORCED}, "content": "Final answer from what I have."},
+    )
+    events = await run_events(orch.url, {"message": message, "options": {"maxSteps": 3}})
+    done = terminal(events).proto.done
+    assert done.finish_reason == "step_budget"
+    assert (done.steps, done.tool_calls) == (3, 2)
+    assert done.content == "Final answer from what I have."
+    requests = await model_requests(model_url, contains=message)
+    assert len(requests) == 3
+    assert all(r["body"]["tools"] == requests[0]["body"]["tools"] for r in requests)
+    assert [r["body"]["messages"][-1]["content"] == FORCE_ANSWER for r in requests] == [False, False, True]
+
+
+@pytest.mark.asyncio
+async def test_a_model_that_keeps_calling_tools_when_forced_gets_a_marked_summary(orch, model_url) -> None:
+    message = unique("stubborn model")
+    await set_rules(
+        model_url,
+        {
+            "name": "always tools",
+            "match": {"system": "stacgis"},
+            "tool_calls": [{"name": "list_raster_collections", "arguments": {}}],
+        },
+    )
+    events = await run_events(orch.url, {"message": message, "options": {"maxSteps": 2}})
+    done = terminal(events).proto.done
+    assert done.finish_reason == "step_budget"
+    assert names(events).count("tool_start") == 1, "calls on the forced step are never run"
+    listing = next(e.payload for e in events if e.name == "tool_result")["result"]
+    first_id = json.loads(listing)["collections"][0]["id"]
+    assert done.content.startswith(SUMMARY_HEADER)
+    assert "list_raster_collections" in done.content and first_id in done.content
+    requests = await model_requests(model_url, contains=message)
+    assert [m["content"] for m in requests[-1]["body"]["messages"][-2:]] == [FORCE_ANSWER, FORCE_ANSWER_AGAIN]
+    assert len(requests) == 3, "one step, one forced answer, one second attempt"
+
+
+@pytest.mark.asyncio
+async def test_the_done_event_carries_the_grounding_of_the_answer(orch, model_url) -> None:
+    message = unique("grounded stats")
+    await set_rules(
+        model_url,
+        {
+            "name": "stats",
+            "match": {"last_user": "grounded stats", "step": 0},
+            "tool_calls": [
+                {
+                    "name": "get_raster_statistics",
+                    "arguments": {"collection_id": "lux-dem", "bbox": [5.7, 49.4, 6.6, 50.2]},
+                }
+            ],
+        },
+        {
+            "name": "answer",
+            "match": {"last_user": "grounded stats", "step": 1},
+            "content": "1. Mean {{tool:get_raster_statistics:mean}} m, highest {{tool:get_raster_statistics:max}} m "
+            "in 2021, and a made-up 1929 m.",
+        },
+    )
+    events = await run_events(orch.url, {"message": message})
+    result = json.loads(next(e.payload for e in events if e.name == "tool_result")["result"])
+    call_id = next(e.payload for e in events if e.name == "tool_start")["callId"]
+    done = terminal(events).proto.done
+    grounding = done.grounding
+    by_value = {n.value: n for n in grounding.numbers}
+    assert set(by_value) == {result["mean"], result["max"], 1929.0}, "list number and year are not checked"
+    for value in (result["mean"], result["max"]):
+        number = by_value[value]
+        assert number.supported and number.call_id == call_id and number.tool_name == "get_raster_statistics"
+        assert number.unit == "m" and number.match == "exact" and number.source_value == value
+        assert done.content[number.start : number.end] == number.text
+    assert not by_value[1929.0].supported and by_value[1929.0].text == "1929 m"
+    assert (grounding.supported_count, grounding.unsupported_count) == (2, 1)
