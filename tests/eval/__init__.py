@@ -1,0 +1,1 @@
+"""The agent measured on tasks: the suite (tasks.yaml), the harness (`python -m tests.eval`) and its tests."""

@@ -1,0 +1,7 @@
+"""`python -m tests.eval --help`."""
+
+import sys
+
+from .run import main
+
+sys.exit(main())
