@@ -281,7 +281,14 @@ def model_server_up() -> bool:
         folder.mkdir(parents=True, exist_ok=True)
     # Preload: the embedded model and its saved prompt-prefix state are loaded before the server
     # answers, so the first chat does not pay for them.
-    env = {"MODEL_SERVER_PRELOAD": "true", **os.environ, "MODEL_SERVER_PORT": str(MODEL_PORT), "HF_HUB_OFFLINE": "1"}
+    # The saved state is what makes a restarted server warm (docs/model-server.md).
+    env = {
+        "MODEL_SERVER_PRELOAD": "true",
+        "MODEL_SERVER_STATE_DIR": str(LOCAL / "models" / "state"),
+        **os.environ,
+        "MODEL_SERVER_PORT": str(MODEL_PORT),
+        "HF_HUB_OFFLINE": "1",
+    }
     with (LOGS / "model-server.log").open("ab") as log:
         process = subprocess.Popen(
             [str(PYTHON), "-m", "stacgis_model_server"],

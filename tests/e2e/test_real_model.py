@@ -1,5 +1,5 @@
-"""One run with the real small model (SmolLM2-135M through the local model server): every event is a
-well-formed stacgis.v1.AgentEvent and the run ends with `done`.
+"""One run with the embedded model (Qwen2.5-Coder-1.5B-Instruct through the local model server): every
+event is a well-formed stacgis.v1.AgentEvent and the run ends with `done`.
 
 The gateway does not let a browser pick the model, so this run goes to the orchestrator directly
 (RunRequest.options.model) with an internal token, as the gateway would send it.
@@ -21,11 +21,13 @@ from .client import ORCHESTRATOR, ScriptedModel
 from .conftest import require
 from .sse import TERMINAL, RunStream, iter_sse
 
-REAL_MODEL = "smollm2:135m"
+REAL_MODEL = "qwen2.5-coder:1.5b"
+# A cold server reads the whole system prompt with every tool first: minutes on 2 cores.
+RUN_TIMEOUT = 900.0
 
 
 @pytest.mark.asyncio
-async def test_a_run_with_the_real_small_model_streams_well_formed_events_ending_with_done(
+async def test_a_run_with_the_embedded_model_streams_well_formed_events_ending_with_done(
     scripted: ScriptedModel, tag: str
 ) -> None:
     await require(scripted=False)
@@ -39,8 +41,8 @@ async def test_a_run_with_the_real_small_model_streams_well_formed_events_ending
     headers = {"Authorization": f"Bearer {token_for('e2e-real-model', session_id)}"}
     run = RunStream()
     async with (
-        asyncio.timeout(240),
-        httpx.AsyncClient(timeout=httpx.Timeout(240.0, connect=5.0)) as http,
+        asyncio.timeout(RUN_TIMEOUT),
+        httpx.AsyncClient(timeout=httpx.Timeout(RUN_TIMEOUT, connect=5.0)) as http,
         http.stream("POST", f"{ORCHESTRATOR}/v1/runs", json=body, headers=headers) as response,
     ):
         async for event in iter_sse(response):

@@ -172,13 +172,13 @@ def hostile_tools() -> list[dict[str, Any]]:
         return {"type": "function", "function": {"name": name, "description": f"{name} tool", "parameters": parameters}}
 
     return [
-        tool("deep", {"type": "object", "properties": {"root": nested(40)}}),
+        tool("deep", {"type": "object", "properties": {"root": nested(25)}}),
         tool(
             "long_text",
             {"type": "object", "properties": {"text": {"type": "string", "maxLength": 10**9, "minLength": 5000}}},
         ),
         tool("patterned", {"type": "object", "properties": {"code": {"type": "string", "pattern": "^(a+)+(b|c)*$"}}}),
-        tool("choices", {"type": "object", "properties": {"value": any_of_tree(4)}}),
+        tool("choices", {"type": "object", "properties": {"value": any_of_tree(3)}}),
         tool(
             "recursive",
             {
@@ -196,22 +196,26 @@ def hostile_tools() -> list[dict[str, Any]]:
 async def test_hostile_tool_schemas_get_an_answer_or_a_clear_error_and_the_server_lives(
     real: httpx.AsyncClient, real_server: RunningService
 ) -> None:
-    outcomes = []
-    for tool in hostile_tools():
-        response = await real.post(
-            "/api/chat",
-            json={
-                "model": REAL,
-                "stream": False,
-                "messages": [user(f"Call {tool['function']['name']} with any valid arguments.")],
-                "tools": [tool],
-                "options": {"num_predict": 48, "temperature": 0},
-            },
-        )
-        outcomes.append((tool["function"]["name"], response.status_code, response.text[:200]))
-        assert response.status_code in (200, 400), outcomes[-1]
-        if response.status_code == 400:
-            assert response.json()["error"], outcomes[-1]
+    # All in one request: every schema reaches the prompt, and the prompt is read once.
+    tools = hostile_tools()
+    response = await real.post(
+        "/api/chat",
+        json={
+            "model": REAL,
+            "stream": False,
+            "messages": [user("Call patterned with the code aab.")],
+            "tools": tools,
+            "options": {"num_predict": 48, "temperature": 0},
+        },
+    )
+    outcomes = [(response.status_code, response.text[:300])]
+    assert response.status_code in (200, 400), outcomes
+    if response.status_code == 400:
+        assert response.json()["error"], outcomes
+    else:
+        names = {tool["function"]["name"] for tool in tools}
+        calls = response.json()["message"].get("tool_calls", [])
+        assert all(call["function"]["name"] in names for call in calls), outcomes
     # Too deep for any JSON parser: a clear 400, not a 500.
     too_deep = '{"model": "' + REAL + '", "messages": [], "tools": [' + "[" * 100_000 + "]" * 100_000 + "]}"
     response = await real.post("/api/chat", content=too_deep, headers={"Content-Type": "application/json"})
@@ -279,11 +283,11 @@ async def timed_request(url: str, messages: list[dict[str, Any]]) -> dict[str, A
 async def test_a_computed_prefix_is_saved_and_a_restarted_server_is_warm(tmp_path: Path) -> None:
     system = {
         "role": "system",
-        "content": "You answer questions about maps. " + " ".join(f"Rule {i}: be brief." for i in range(40)),
+        "content": "You answer questions about maps. " + " ".join(f"Rule {i}: be brief." for i in range(30)),
     }
     state_dir = tmp_path / "states"
     port = free_port()
-    env = real_env(port, state_dir, state_min_tokens="200", state_keep="1")
+    env = real_env(port, state_dir, state_min_tokens="100", state_keep="1")
     with run_service("stacgis_model_server", env, port) as first:
         cold = await timed_request(first.url, [system, user("Hi")])
         for _ in range(100):  # saved in the background after the answer
@@ -296,12 +300,12 @@ async def test_a_computed_prefix_is_saved_and_a_restarted_server_is_warm(tmp_pat
     assert len(saved) == 1, saved
 
     port = free_port()
-    env = real_env(port, state_dir, state_min_tokens="200", state_keep="1")
+    env = real_env(port, state_dir, state_min_tokens="100", state_keep="1")
     with run_service("stacgis_model_server", env, port) as second:
         started = time.monotonic()
         warm = await timed_request(second.url, [system, user("Good morning")])
         assert "restored the prompt cache" in second.logs()
-    assert warm["prompt_eval_count"] > 200
+    assert warm["prompt_eval_count"] > 100
     # Only the user turn is read after a restore: a fraction of the cold prompt reading.
     assert warm["prompt_eval_duration"] < cold["prompt_eval_duration"] / 3, (cold, warm, time.monotonic() - started)
 

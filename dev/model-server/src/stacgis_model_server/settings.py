@@ -46,8 +46,9 @@ class ModelServerSettings(ServiceSettings):
     # num_predict is clamped to this, so no request holds the single worker for long.
     max_predict: int = Field(default=1024, ge=1)
     default_predict: int = Field(default=512, ge=1)
-    # Saved KV-cache states (the warm prompt prefix): where, from how long a prefix, how many kept.
-    state_dir: Path | None = DEFAULT_MODEL_PATH.parent / "state"
+    # Saved KV-cache states (the warm prompt prefix): where (unset: not saved; `make up` uses
+    # .local/models/state), from how long a prefix, how many kept.
+    state_dir: Path | None = None
     state_min_tokens: int = Field(default=512, ge=1)
     state_keep: int = Field(default=2, ge=1)
 
