@@ -47,6 +47,11 @@ fmt: setup ## format the Python code
 	@$(VENV)/bin/ruff format services dev scripts tests observability
 	@$(VENV)/bin/ruff check --fix services dev scripts tests observability
 
+.PHONY: eval
+eval: setup ## measure the agent on the task suite (docs/eval.md); starts the stack if none answers; EVAL_ARGS="--tasks smoke"
+	@curl -sf -o /dev/null --max-time 5 http://127.0.0.1:8080/api/v1/info || $(PY) scripts/stack.py up
+	@$(PY) -m tests.eval $(EVAL_ARGS)
+
 bench: setup ## run the benchmarks and print their figures
 	@bash scripts/bench.sh
 

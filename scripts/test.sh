@@ -23,7 +23,7 @@ $PY scripts/local_infra.py up --no-model-server || exit 1
 
 mapfile -t service_suites < <(existing services/common/tests dev/model-server/tests services/raster-tools/tests \
   services/vector-tools/tests services/knowledge-tools/tests services/memory-tools/tests \
-  services/agent-orchestrator/tests services/chat-gateway/tests proto/tests tests/infra tests/chart)
+  services/agent-orchestrator/tests services/chat-gateway/tests proto/tests tests/infra tests/chart tests/eval)
 for suite in "${service_suites[@]}"; do
   run "$suite" "${PYTEST[@]}" -q "$suite"
 done
@@ -37,9 +37,30 @@ if [ -d tests/e2e ] || [ -d frontend/e2e ]; then
   if ORCHESTRATOR_LLM_MODEL=scripted $PY scripts/stack.py up; then
     [ -d tests/e2e ] && run "tests/e2e" "${PYTEST[@]}" -q -s tests/e2e
     [ -d tests/observability ] && run "tests/observability" "${PYTEST[@]}" -q tests/observability
+    # The eval harness against the scripted model, which plays each task's right calls and answer:
+    # anything short of 100 % is a broken harness, oracle or stack.
+    [ -d tests/eval ] && run "eval harness (scripted model)" $PY -m tests.eval --scripted on --timeout 60 \
+      --min-solvable 100 --min-refusals 100 --results .local/eval/scripted.json --report .local/eval/scripted.md
     [ -d frontend/e2e ] && run "frontend e2e (browser)" bash -c "cd frontend && npx playwright test"
   else
     failed+=("make up")
+  fi
+  $PY scripts/stack.py down
+fi
+
+# A few eval tasks against the embedded model: scores are printed, not enforced (a low score does not
+# fail CI; an unreachable stack, HTTP errors or an expectation that cannot be computed do).
+EVAL_MODEL=${EVAL_EMBEDDED_MODEL:-qwen2.5-coder:1.5b}
+if [ -d tests/eval ]; then
+  if ORCHESTRATOR_LLM_MODEL=$EVAL_MODEL $PY scripts/stack.py up; then
+    if curl -sf --max-time 30 -X POST http://127.0.0.1:11434/api/show -d "{\"model\": \"$EVAL_MODEL\"}" >/dev/null; then
+      run "eval smoke ($EVAL_MODEL)" $PY -m tests.eval --tasks smoke --scripted off --timeout 420 \
+        --results .local/eval/smoke.json --report .local/eval/smoke.md
+    else
+      printf '\n===== eval smoke: SKIPPED, the local model server does not serve %s\n' "$EVAL_MODEL"
+    fi
+  else
+    failed+=("make up ($EVAL_MODEL)")
   fi
   $PY scripts/stack.py down
 fi
