@@ -68,6 +68,26 @@ def answer_of(message: str) -> str:
     return f"Echo: {text}" if text else "Echo."
 
 
+def grounding_of(content: str) -> events_pb2.Grounding:
+    """Every number of the answer, the first one supported by a pretend tool call, the others not."""
+    numbers = [
+        events_pb2.GroundedNumber(
+            text=match.group(),
+            value=float(match.group()),
+            start=match.start(),
+            end=match.end(),
+            supported=index == 0,
+            call_id="call-ground" if index == 0 else "",
+            tool_name="get_raster_statistics" if index == 0 else "",
+            source_value=float(match.group()) if index == 0 else 0.0,
+            match="exact" if index == 0 else "",
+        )
+        for index, match in enumerate(re.finditer(r"\d+(?:\.\d+)?", content))
+    ]
+    supported = sum(1 for number in numbers if number.supported)
+    return events_pb2.Grounding(numbers=numbers, supported_count=supported, unsupported_count=len(numbers) - supported)
+
+
 def split(text: str, parts: int) -> list[str]:
     size = max(1, -(-len(text) // parts))
     return [text[i : i + size] for i in range(0, len(text), size)]
@@ -157,8 +177,10 @@ async def script(request: run_pb2.RunRequest, run_id: str) -> AsyncIterator[Serv
     finish = "cancelled" if cancelled.is_set() else "completed"
     content = "".join(sent)
     new_messages.append(run_pb2.ChatMessage(role="assistant", content=content))
+    grounding = grounding_of(content) if "grounded" in plan else None
     yield emit.event(
         done=events_pb2.Done(
+            grounding=grounding,
             content=content,
             new_messages=new_messages,
             usage=events_pb2.TokenUsage(input_tokens=10 + 5 * len(request.history), output_tokens=len(sent)),

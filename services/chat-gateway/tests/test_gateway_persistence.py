@@ -82,3 +82,28 @@ async def test_history_survives_restarting_gateway_and_orchestrator(pg_dsn: str,
                 {"role": "assistant", "content": "Echo: before the restart"},
             ]
             assert len((await client.get(url, headers=user(liam))).json()["messages"]) == 4
+
+
+@pytest.mark.asyncio
+async def test_grounding_is_forwarded_and_kept_with_the_answer(gateways: Gateways) -> None:
+    lena = new_user()
+    async with httpx.AsyncClient(timeout=30) as client:
+        stream = await chat(client, gateways.a.url, "[grounded] mean 348 m, max 9999 m", user(lena))
+        done = stream.events[-1].data["done"]
+        numbers = done["grounding"]["numbers"]
+        answer = done["content"]
+        assert [n["text"] for n in numbers] == ["348", "9999"]
+        assert all(answer[n["start"] : n["end"]] == n["text"] for n in numbers)
+        assert done["grounding"]["unsupportedCount"] == 1
+
+        url = f"{gateways.b.url}/api/v1/chat/session/{stream.session_id}/history"
+        history = (await client.get(url, headers=user(lena))).json()["messages"]
+        assert [m["role"] for m in history] == ["user", "assistant"]
+        assert "grounding" not in history[0]
+        assert history[1]["content"] == answer and history[1]["grounding"] == done["grounding"]
+
+        # The next run's model history carries the answer but never the check.
+        follow = await chat(client, gateways.a.url, "and the min?", user(lena), session_id=stream.session_id)
+        runs = (await client.get(f"{gateways.orchestrator.url}/_scripted/runs")).json()
+        sent = next(run for run in runs if run["run_id"] == follow.run_id)["history"]
+        assert sent[-1]["content"] == answer and "grounding" not in sent[-1]

@@ -56,6 +56,7 @@ def _encode(record: RunRecord, messages: list[ChatMessage]) -> str:
                     "tool_calls": m.tool_calls,
                     "tool_call_id": m.tool_call_id,
                     "name": m.name,
+                    "grounding": m.grounding,
                 }
                 for m in messages
             ],

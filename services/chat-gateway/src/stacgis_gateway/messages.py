@@ -20,6 +20,8 @@ class ChatMessage:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     tool_call_id: str | None = None
     name: str | None = None
+    # The answer's grounding check (stacgis.v1.Grounding, proto3 JSON): kept for the history, never sent to the model.
+    grounding: dict[str, Any] | None = None
 
     @classmethod
     def from_proto_json(cls, data: dict[str, Any]) -> ChatMessage:

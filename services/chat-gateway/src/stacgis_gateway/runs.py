@@ -352,10 +352,14 @@ def _answer_messages(done: dict[str, Any], run_id: str) -> list[ChatMessage]:
     except (ValueError, AttributeError, TypeError):
         log.warning("done event has malformed newMessages; storing its content only", extra={"run_id": run_id})
         parsed = []
-    if parsed:
-        return parsed
-    content = str(done.get("content") or "")
-    return [ChatMessage(role="assistant", content=content)] if content else []
+    if not parsed:
+        content = str(done.get("content") or "")
+        parsed = [ChatMessage(role="assistant", content=content)] if content else []
+    grounding = done.get("grounding")
+    answers = [m for m in parsed if m.role == "assistant" and m.content and not m.tool_calls]
+    if isinstance(grounding, dict) and answers:
+        answers[-1].grounding = grounding
+    return parsed
 
 
 @contextlib.contextmanager

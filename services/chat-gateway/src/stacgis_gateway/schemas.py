@@ -178,6 +178,9 @@ class HistoryMessage(BaseModel):
     tool_calls: list[ToolCallOut] | None = None
     tool_call_id: str | None = None
     name: str | None = None
+    grounding: dict[str, Any] | None = Field(
+        default=None, description="For a final answer: its numbers checked against the run's tool results"
+    )
     created_at: datetime
 
 

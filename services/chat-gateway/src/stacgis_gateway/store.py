@@ -150,13 +150,13 @@ class HistoryStore:
             await _init_json(connection)
             if limit is None:
                 rows = await connection.fetch(
-                    "SELECT role, content, tool_calls, tool_call_id, name, created_at"
+                    "SELECT role, content, tool_calls, tool_call_id, name, grounding, created_at"
                     " FROM gateway.messages WHERE session_id = $1 ORDER BY id",
                     uuid.UUID(session_id),
                 )
             else:
                 rows = await connection.fetch(
-                    "SELECT * FROM (SELECT id, role, content, tool_calls, tool_call_id, name, created_at"
+                    "SELECT * FROM (SELECT id, role, content, tool_calls, tool_call_id, name, grounding, created_at"
                     " FROM gateway.messages WHERE session_id = $1 ORDER BY id DESC LIMIT $2) last ORDER BY id",
                     uuid.UUID(session_id),
                     limit,
@@ -213,8 +213,8 @@ class HistoryStore:
                 await connection.executemany(
                     """
                     INSERT INTO gateway.messages (session_id, role, content, tool_calls, tool_call_id, name, run_id,
-                                                  created_at)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, coalesce($8::timestamptz, now()))
+                                                  created_at, grounding)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, coalesce($8::timestamptz, now()), $9)
                     """,
                     [
                         (
@@ -227,6 +227,7 @@ class HistoryStore:
                             run.run_id,
                             # The user's message keeps the time it was sent; the rest are stamped now.
                             run.started_at if index == 0 and message.role == "user" else None,
+                            _clean(message.grounding),
                         )
                         for index, message in enumerate(messages)
                     ],

@@ -60,6 +60,7 @@ async def history(session_id: uuid.UUID, gateway: GatewayDep, user_id: UserId) -
                 tool_calls=[ToolCallOut(**call) for call in row["tool_calls"]] if row["tool_calls"] else None,
                 tool_call_id=row["tool_call_id"],
                 name=row["name"],
+                grounding=row["grounding"],
                 created_at=row["created_at"],
             )
             for row in rows
