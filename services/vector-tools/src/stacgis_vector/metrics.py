@@ -11,3 +11,4 @@ observe = TOOLS.observe
 FEATURE_REQUESTS = Counter(
     "vector_feature_requests_total", "Internal full-geometry feature requests by status", ["status"]
 )
+PLACE_REQUESTS = Counter("vector_place_requests_total", "Internal place resolutions by status", ["status"])

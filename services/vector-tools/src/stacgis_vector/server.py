@@ -11,19 +11,21 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from stacgis_common.arguments import ArgumentError
 from stacgis_common.auth import InvalidInternalToken, bearer_token, verify_internal_token
 from stacgis_common.mcp_app import build_tool_server_app, compact_result, create_mcp_server
 from stacgis_common.pgvector_runtime import PgvectorRuntime
 from stacgis_common.settings import load_settings
-from stacgis_vector.metrics import FEATURE_REQUESTS, observe
+from stacgis_vector.metrics import FEATURE_REQUESTS, PLACE_REQUESTS, observe
+from stacgis_vector.places import AmbiguousPlace, PlaceNotFound
 from stacgis_vector.service import VectorService
 from stacgis_vector.settings import VectorSettings
 from stacgis_vector.store import EMBEDDINGS
 
 INSTRUCTIONS = (
     "Vector datasets of places: countries (Natural Earth), cities (GeoNames), US states and US counties. "
-    "Find a place with search_vector_features, then pass its `ref` ({dataset, id}) to tools that take a "
-    "geometry (raster statistics, zonal statistics): the full geometry is resolved server-side."
+    'Tools elsewhere take a place by name (`place: "Nairobi"`) or by ref (`place: "countries/LUX"`); '
+    "resolve_place says which feature a name means."
 )
 READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 
@@ -38,31 +40,38 @@ BBox = Annotated[
     Field(
         min_length=4,
         max_length=4,
-        description="[west, south, east, north] in degrees (WGS 84); west > east crosses the antimeridian.",
+        description="[west, south, east, north] in degrees; west > east crosses the antimeridian.",
     ),
 ]
-DatasetId = Annotated[str, Field(description="Dataset id from list_vector_datasets, e.g. 'countries' or 'cities'.")]
+DatasetId = Annotated[str, Field(description="Dataset id: countries, cities, us-states or us-counties.")]
+PlaceArg = Annotated[str, Field(description="Place name, e.g. 'Nairobi', 'Germany', 'DE', or a ref 'cities/184745'.")]
 
 
 @server.tool(annotations=READ_ONLY)
 async def list_vector_datasets() -> CallToolResult:
-    """List the vector datasets: id, title, description, geometry type, feature count, extent, licence, sources."""
+    """Use for which vector datasets exist (countries, cities, US states, US counties)."""
     with observe("list_vector_datasets"):
         return compact_result(await runtime.get().list_datasets())
 
 
 @server.tool(annotations=READ_ONLY)
+async def resolve_place(
+    place: PlaceArg,
+    dataset: Annotated[str | None, Field(description="Only this dataset, e.g. 'cities'.")] = None,
+) -> CallToolResult:
+    """Use for where one named place is: its kind, country, point or box, and ref."""
+    with observe("resolve_place"):
+        return compact_result(await runtime.get().resolve_place(place, dataset))
+
+
+@server.tool(annotations=READ_ONLY)
 async def search_vector_features(
-    query: Annotated[str, Field(description="Place name or description, e.g. 'Berlin' or 'cities in Brazil'.")],
-    dataset: Annotated[str | None, Field(description="Only this dataset (see list_vector_datasets).")] = None,
-    bbox: Annotated[BBox | None, Field(description="Only features whose bounding box overlaps this box.")] = None,
+    query: Annotated[str, Field(description="Words to search, e.g. 'cities in Brazil', 'Berl'.")],
+    dataset: Annotated[str | None, Field(description="Only this dataset, e.g. 'countries'.")] = None,
+    bbox: Annotated[BBox | None, Field(description="Only features whose box overlaps this box.")] = None,
     limit: Limit = settings.default_limit,
 ) -> CallToolResult:
-    """Find places by name or meaning: exact and prefix name matches (including alternate names in many
-    languages), full-text and semantic similarity, fused by reciprocal rank. Places named exactly as the
-    query come first, largest population first; equal scores go to the larger population. Each result has a
-    `ref` ({dataset, id}), coordinates for points or bbox and label point for areas, and a few properties.
-    Geometries are not included: use get_vector_feature or pass the ref on."""
+    """Use for finding several places by words or meaning; each result has a ref."""
     with observe("search_vector_features"):
         return compact_result(await runtime.get().search(query, dataset, bbox, limit))
 
@@ -70,15 +79,10 @@ async def search_vector_features(
 @server.tool(annotations=READ_ONLY)
 async def get_vector_feature(
     dataset: DatasetId,
-    feature_id: Annotated[str, Field(description="Feature id, from a search result's ref.id.")],
-    simplify: Annotated[
-        float | None,
-        Field(description="Simplification tolerance in degrees; by default only large geometries are simplified."),
-    ] = None,
+    feature_id: Annotated[str, Field(description="Feature id, from a ref.")],
+    simplify: Annotated[float | None, Field(description="Simplification tolerance in degrees.")] = None,
 ) -> CallToolResult:
-    """One feature with all its properties and its geometry as GeoJSON. Geometries with more vertices than the
-    server's budget come back simplified; `geometry_simplification` states the tolerance used. Tools taking
-    the feature's `ref` always use the full geometry."""
+    """Use for one feature's properties and GeoJSON outline."""
     with observe("get_vector_feature"):
         return compact_result(await runtime.get().get_feature(dataset, feature_id, simplify))
 
@@ -86,16 +90,15 @@ async def get_vector_feature(
 @server.tool(annotations=READ_ONLY)
 async def query_vector_by_bbox(
     dataset: DatasetId,
-    bbox: BBox,
+    place: Annotated[str | None, Field(description="Area by name, e.g. 'Luxembourg'; its boundary is used.")] = None,
+    bbox: Annotated[BBox | None, Field(description="Only if no place: [west, south, east, north].")] = None,
     limit: Annotated[
         int, Field(ge=1, le=settings.max_bbox_limit, description="Maximum number of features returned.")
     ] = settings.default_limit,
 ) -> CallToolResult:
-    """Features of a dataset whose geometry intersects the box (exact test, not just bounding boxes), largest
-    population first. `matched` counts all intersecting features; `truncated` says whether more exist than
-    were returned."""
+    """Use for listing a dataset's features inside an area, e.g. cities in a country."""
     with observe("query_vector_by_bbox"):
-        return compact_result(await runtime.get().query_by_bbox(dataset, bbox, limit))
+        return compact_result(await runtime.get().query_by_bbox(dataset, bbox, limit, place))
 
 
 @server.resource(
@@ -110,17 +113,10 @@ async def datasets_resource() -> str:
 
 async def feature_endpoint(request: Request) -> Response:
     """GET /features/{dataset}/{feature_id}: the full GeoJSON Feature, for other services only."""
-    try:
-        verify_internal_token(
-            bearer_token(request),
-            settings.internal_token_secret.get_secret_value(),
-            settings.internal_token_audience,
-        )
-    except InvalidInternalToken as error:
+    denied = _authorized(request)
+    if denied is not None:
         FEATURE_REQUESTS.labels("401").inc()
-        return JSONResponse(
-            {"detail": f"invalid internal token: {error}"}, status_code=401, headers={"WWW-Authenticate": "Bearer"}
-        )
+        return denied
     dataset, feature_id = request.path_params["dataset"], request.path_params["feature_id"]
     body = await runtime.get().full_feature(dataset, feature_id)
     if body is None:
@@ -130,10 +126,53 @@ async def feature_endpoint(request: Request) -> Response:
     return Response(body, media_type="application/geo+json")
 
 
+def _authorized(request: Request) -> JSONResponse | None:
+    try:
+        verify_internal_token(
+            bearer_token(request),
+            settings.internal_token_secret.get_secret_value(),
+            settings.internal_token_audience,
+        )
+    except InvalidInternalToken as error:
+        return JSONResponse(
+            {"detail": f"invalid internal token: {error}"}, status_code=401, headers={"WWW-Authenticate": "Bearer"}
+        )
+    return None
+
+
+async def place_endpoint(request: Request) -> Response:
+    """GET /places/resolve?place=...[&dataset=...]: the place meant and its full GeoJSON Feature, for other
+    services. 404 unknown name (with suggestions), 409 ambiguous (with candidates), 422 bad argument."""
+    denied = _authorized(request)
+    if denied is not None:
+        PLACE_REQUESTS.labels("401").inc()
+        return denied
+    try:
+        body = await runtime.get().resolved_feature(
+            request.query_params.get("place"), request.query_params.get("dataset")
+        )
+    except AmbiguousPlace as error:
+        PLACE_REQUESTS.labels("409").inc()
+        return JSONResponse(
+            {"status": "ambiguous", "detail": error.detail, "candidates": error.candidates}, status_code=409
+        )
+    except PlaceNotFound as error:
+        PLACE_REQUESTS.labels("404").inc()
+        return JSONResponse({"status": "unknown", "detail": error.detail}, status_code=404)
+    except ArgumentError as error:
+        PLACE_REQUESTS.labels("422").inc()
+        return JSONResponse({"status": "invalid", "detail": str(error)}, status_code=422)
+    PLACE_REQUESTS.labels("200").inc()
+    return Response(body, media_type="application/json")
+
+
 app = build_tool_server_app(
     server,
     settings,
     readiness=runtime.readiness(),
-    extra_routes=[Route("/features/{dataset}/{feature_id}", feature_endpoint, methods=["GET"])],
+    extra_routes=[
+        Route("/features/{dataset}/{feature_id}", feature_endpoint, methods=["GET"]),
+        Route("/places/resolve", place_endpoint, methods=["GET"]),
+    ],
     lifespan=runtime.lifespan,
 )

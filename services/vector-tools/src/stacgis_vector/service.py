@@ -18,13 +18,14 @@ from mcp.server.mcpserver.exceptions import ToolError
 from stacgis_common.arguments import ArgumentError, limit_argument, text_argument
 from stacgis_common.embeddings import EmbeddingError, EmbeddingsClient
 from stacgis_common.ranking import Fused, reciprocal_rank_fusion
-from stacgis_vector import store
+from stacgis_vector import places, store
 from stacgis_vector.geometry import bounds_list, parse_bbox, simplify_for_result
 from stacgis_vector.names import normalize_name
 from stacgis_vector.settings import VectorSettings
 from stacgis_vector.store import FeatureKey
 
 MAX_FEATURE_ID_CHARS = 100
+SUGGESTIONS = 3
 MAX_SIMPLIFY_DEGREES = 10.0
 RESULT_DECIMALS = 6
 
@@ -153,27 +154,86 @@ class VectorService:
             }
         return out
 
-    async def query_by_bbox(self, dataset: Any, bbox: Any, limit: Any) -> dict[str, Any]:
+    async def query_by_bbox(self, dataset: Any, bbox: Any, limit: Any, place: Any = None) -> dict[str, Any]:
         name = await self._dataset(dataset)
-        box = parse_bbox(bbox)
         count = limit_argument(limit, self.settings.max_bbox_limit)
-        candidates = await store.box_candidates(self.pool, name, box)
-        area = box.shape()
-        shapely.prepare(area)
+        resolved: places.Resolved | None = None
+        if place is not None:
+            resolved = await self.resolve(place, None)
+        elif bbox is None:
+            raise ArgumentError("bbox", "give bbox [west, south, east, north] or place (a place name)")
         matched: list[str] = []
-        for row in candidates:
-            if row["inside"] or area.intersects(shapely.from_geojson(row["geometry_json"])):
-                matched.append(row["id"])
+        if resolved is not None and resolved.row["geometry_type"] != "Point":
+            # A named area is tested against its boundary, not its box: "cities in Luxembourg".
+            box = parse_bbox(bounds_list(resolved.row["bbox"]))
+            full = await store.feature(self.pool, resolved.row["dataset"], resolved.row["id"])
+            assert full is not None
+            area = shapely.from_geojson(full["geometry_json"])
+            shapely.prepare(area)
+            for row in await store.candidates_with_geometry(self.pool, name, box):
+                if area.intersects(shapely.from_geojson(row["geometry_json"])):
+                    matched.append(row["id"])
+        else:
+            if resolved is not None:
+                raise ArgumentError(
+                    "place",
+                    f"{resolved.place['name']!r} is a point ({resolved.place['kind']}); name an area "
+                    "(a country, US state or county) or give bbox",
+                )
+            box = parse_bbox(bbox)
+            candidates = await store.box_candidates(self.pool, name, box)
+            area = box.shape()
+            shapely.prepare(area)
+            for row in candidates:
+                if row["inside"] or area.intersects(shapely.from_geojson(row["geometry_json"])):
+                    matched.append(row["id"])
         rows = await store.summaries(self.pool, [(name, feature_id) for feature_id in matched[:count]])
         features = [feature_summary(rows[(name, feature_id)]) for feature_id in matched[:count]]
+        extra: dict[str, Any] = {}
+        if resolved is not None:
+            extra["place"] = {**resolved.place, "used": "boundary"}
+            if bbox is not None:
+                extra["place"]["note"] = "place used; bbox ignored"
         return {
             "dataset": name,
+            **extra,
             "bbox": box.as_list(),
             "matched": len(matched),
             "returned": len(features),
             "truncated": len(matched) > len(features),
             "features": features,
         }
+
+    async def resolve(self, place: Any, dataset: Any) -> places.Resolved:
+        text = text_argument(place, "place", self.settings.max_query_chars)
+        only = await self._dataset(dataset) if dataset is not None else None
+        try:
+            return await places.resolve(self.pool, text, only)
+        except places.PlaceNotFound as error:
+            if error.suggestions or "/" in text:
+                raise
+            # Near names from the hybrid search, offered to choose from, never used as the answer.
+            found = await self.search(text, only, None, SUGGESTIONS)
+            suggestions = [f"{hit['name']} ({hit['ref']['dataset']}/{hit['ref']['id']})" for hit in found["results"]]
+            raise places.PlaceNotFound(
+                "place",
+                f"{error.detail}. Nearest names (not matches): {'; '.join(suggestions)}",
+                found["results"],
+            ) from None
+
+    async def resolve_place(self, place: Any, dataset: Any) -> dict[str, Any]:
+        try:
+            resolved = await self.resolve(place, dataset)
+        except places.AmbiguousPlace as error:
+            return {"query": place, "status": "ambiguous", "message": error.detail, "candidates": error.candidates}
+        return {"query": place, "status": "resolved", "place": resolved.place}
+
+    async def resolved_feature(self, place: Any, dataset: Any) -> str:
+        """{"place": ..., "feature": full GeoJSON Feature} of a resolved place, serialised (internal endpoint)."""
+        resolved = await self.resolve(place, dataset)
+        feature = await self.full_feature(resolved.row["dataset"], resolved.row["id"])
+        assert feature is not None
+        return f'{{"status": "resolved", "place": {json.dumps(resolved.place)}, "feature": {feature}}}'
 
     async def full_feature(self, dataset: str, feature_id: str) -> str | None:
         """The GeoJSON Feature with its full geometry, serialised (for the internal endpoint)."""

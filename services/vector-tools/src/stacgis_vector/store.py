@@ -240,3 +240,35 @@ async def replace_dataset(pool: asyncpg.Pool, dataset: dict[str, Any], rows: lis
         await connection.copy_records_to_table(
             "features", schema_name=SCHEMA, columns=FEATURE_COLUMNS, records=rows, timeout=3600
         )
+
+
+async def name_matches(pool: asyncpg.Pool, normalized: str, dataset: str | None, limit: int) -> list[asyncpg.Record]:
+    """Features whose name (tier 0) or an alternate name (tier 1) is exactly `normalized`."""
+    params: list[Any] = [normalized, limit]
+    where = "true"
+    if dataset is not None:
+        params.append(dataset)
+        where = "f.dataset = $3"
+    rows: list[asyncpg.Record] = await pool.fetch(
+        f"SELECT {SUMMARY_COLUMNS}, CASE WHEN f.name_normalized = $1 THEN {NAME_TIER} ELSE {ALTERNATE_NAME_TIER}"
+        f" END AS tier FROM {SCHEMA}.features f JOIN {SCHEMA}.datasets d ON d.id = f.dataset"
+        f" WHERE (f.name_normalized = $1 OR f.alternate_names @> ARRAY[$1]) AND {where}"
+        f" ORDER BY tier, f.population DESC NULLS LAST, f.dataset, f.id LIMIT $2",
+        *params,
+    )
+    return rows
+
+
+async def candidates_with_geometry(pool: asyncpg.Pool, dataset: str, box: QueryBox) -> list[asyncpg.Record]:
+    """Features whose bbox overlaps the box, each with its geometry (for an exact test against a shape)."""
+    params: list[Any] = [dataset]
+    overlaps = []
+    for part in box.pg_boxes():
+        params.append(part)
+        overlaps.append(f"bbox && ${len(params)}")
+    rows: list[asyncpg.Record] = await pool.fetch(
+        f"SELECT id, geometry::text AS geometry_json FROM {SCHEMA}.features"
+        f" WHERE dataset = $1 AND ({' OR '.join(overlaps)}) ORDER BY population DESC NULLS LAST, name, id",
+        *params,
+    )
+    return rows
