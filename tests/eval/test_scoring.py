@@ -7,6 +7,7 @@ from typing import Any
 
 from .client import Event, RunRecord
 from .oracle import Expected
+from .report import machine, markdown, summarize
 from .scoring import repeated_calls, score
 from .tasks import Task
 
@@ -193,3 +194,27 @@ def test_a_memory_is_checked_in_what_was_saved() -> None:
     assert score(memory_task, expected, run(save, answer="Noted.")).passed
     failed = ("tool_error", {"callId": "m1", "toolName": "add_memory", "error": "down", "kind": "unavailable"})
     assert not score(memory_task, expected, run(save, failed, answer="Noted.")).passed
+
+
+def test_the_summary_and_table_count_what_happened() -> None:
+    scores = [
+        score(task(), EXPECTED, run(*zonal_call(), answer="The mean elevation of Luxembourg is 350.15 m.")),
+        score(task(id="lux-wrong"), EXPECTED, run(*zonal_call(), answer="Approximately 1,929 meters.")),
+        score(refusal_task(), Expected(), run(answer="There is no snow data in the catalog.")),
+    ]
+    summary = summarize(scores)
+    assert (summary["solvable"], summary["solvable_passed"], summary["solvable_passed_pct"]) == (2, 1, 50.0)
+    assert (summary["refusal_tasks"], summary["refusals_passed_pct"]) == (1, 100.0)
+    assert summary["unsupported_numbers"] == 1 and summary["by_kind"]["place"]["passed"] == 1
+    meta = {
+        "date": "2026-12-02 01:00 UTC",
+        "model": "m",
+        "provider": "p",
+        "base_url": "u",
+        "selection": "all",
+        "machine": machine(),
+        "results_file": "r.json",
+    }
+    table = markdown(meta, summary, scores)
+    assert "model **m**" in table and f"{machine()['cores']} cores" in table
+    assert "| lux-wrong | place | **no** |" in table
