@@ -64,9 +64,19 @@ async def test_tools_are_listed_read_only_with_schemas(raster_service: str) -> N
             "detect_change",
         }
         assert all(t.annotations and t.annotations.read_only_hint for t in tools.values())
-        assert set(tools["query_raster_point"].input_schema["required"]) == {"collection_id", "lon", "lat"}
+        assert set(tools["query_raster_point"].input_schema["required"]) == {"collection_id"}
         assert set(tools["detect_change"].input_schema["required"]) == {"collection_id", "period_a", "period_b"}
-        assert "geometry" in tools["compute_zonal_stats"].input_schema["required"]
+        assert set(tools["compute_zonal_stats"].input_schema["required"]) == {"collection_id"}
+        located = {name for name, tool in tools.items() if "place" in tool.input_schema["properties"]}
+        assert located == {
+            "get_raster_statistics",
+            "query_raster_point",
+            "query_multiple_rasters_point",
+            "get_timeseries",
+            "compute_zonal_stats",
+            "detect_change",
+        }
+        assert all(tool.description and tool.description.startswith("Use for") for tool in tools.values())
 
 
 async def test_list_collections_with_filters(raster_service: str) -> None:

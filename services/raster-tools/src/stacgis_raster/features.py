@@ -1,13 +1,25 @@
-"""Geometries given by reference to a vector-tools feature: {"dataset": ..., "id": ...}."""
+"""Geometries given by reference to a vector-tools feature ({"dataset": ..., "id": ...}) or by place name,
+both resolved by vector-tools' internal endpoints."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 
 from stacgis_raster.errors import ArgumentError, NotFoundError, UpstreamError
+
+MAX_PLACE_CHARS = 200
+# Names the orchestrator replaces with the user's selected feature or drawn area before a call.
+USER_PLACES = frozenset({"selection", "selected feature", "drawn area", "drawing"})
+
+
+@dataclass(frozen=True)
+class ResolvedPlace:
+    place: dict[str, Any]  # name, kind, dataset, id, ref, country, point or bbox (vector-tools' answer)
+    geometry: dict[str, Any]  # full GeoJSON geometry, WGS 84
 
 
 class FeatureResolver:
@@ -47,3 +59,41 @@ class FeatureResolver:
         if not isinstance(geometry, dict):
             raise UpstreamError(f"vector-tools returned no geometry for {dataset}/{feature_id}")
         return geometry
+
+    async def place(self, name: Any, argument: str, token: str) -> ResolvedPlace:
+        """The feature a place name (or "<dataset>/<id>") means, with its full geometry."""
+        if not isinstance(name, str) or not name.strip():
+            raise ArgumentError(argument, "expected a place name, e.g. 'Nairobi', or a ref 'countries/LUX'")
+        if len(name) > MAX_PLACE_CHARS:
+            raise ArgumentError(argument, f"at most {MAX_PLACE_CHARS} characters")
+        if name.strip().lower() in USER_PLACES:
+            raise ArgumentError(
+                argument, f"{name!r} means the user's selection or drawing, and none came with this call"
+            )
+        try:
+            response = await self._client.get(
+                f"{self.base_url}/places/resolve",
+                params={"place": name.strip()},
+                headers={"Authorization": f"Bearer {token}"},
+            )
+        except httpx.HTTPError as exc:
+            raise UpstreamError(
+                f"could not resolve {argument} {name!r}: vector-tools at {self.base_url} did not answer "
+                f"({type(exc).__name__})"
+            ) from exc
+        try:
+            body = response.json()
+        except ValueError as exc:
+            raise UpstreamError(f"vector-tools answered {response.status_code} with a body that is not JSON") from exc
+        detail = str(body.get("detail", "")) if isinstance(body, dict) else ""
+        if response.status_code == 404:
+            raise NotFoundError(argument, detail or f"unknown place {name!r}")
+        if response.status_code in (409, 422):
+            raise ArgumentError(argument, detail or f"cannot resolve {name!r}")
+        if response.status_code != 200 or not isinstance(body, dict):
+            raise UpstreamError(f"vector-tools answered {response.status_code} resolving {name!r}")
+        place, feature = body.get("place"), body.get("feature")
+        geometry = feature.get("geometry") if isinstance(feature, dict) else None
+        if not isinstance(place, dict) or not isinstance(geometry, dict):
+            raise UpstreamError(f"vector-tools returned no place or geometry for {name!r}")
+        return ResolvedPlace(place, geometry)

@@ -18,7 +18,8 @@ import anyio
 import anyio.to_thread
 import numpy as np
 import rasterio
-from shapely.geometry import box
+from shapely import affinity
+from shapely.geometry import Point, box
 from shapely.geometry.base import BaseGeometry
 
 from stacgis_raster import rasterops
@@ -161,6 +162,63 @@ class RasterService:
         names = ", ".join(f"{b.index}={b.name}" for b in record.bands)
         raise ArgumentError(argument, f"'{band}' is not a band of '{record.id}'; bands are {names}")
 
+    async def place_area(self, place: Any, token: Callable[[], str]) -> tuple[Area, dict[str, Any]]:
+        """A named place's area: a country's or state's real boundary, or a circle around a city."""
+        resolved = await self.resolver.place(place, "place", token())
+        info = dict(resolved.place)
+        geom = parse_geojson_geometry(
+            resolved.geometry, "place", polygonal=False, max_vertices=self.settings.max_geometry_vertices
+        )
+        if isinstance(geom, Point):
+            km = self.settings.place_point_buffer_km
+            info["used"] = {"circle_radius_km": km, "point": [geom.x, geom.y]}
+            return Area(point_circle(geom.x, geom.y, km), "place", "place", info["ref"]), info
+        if geom.geom_type not in {"Polygon", "MultiPolygon"}:
+            raise ArgumentError("place", f"{info['name']!r} is a {geom.geom_type}, not an area or a point")
+        info["used"] = "boundary"
+        return Area(geom, "place", "place", info["ref"]), info
+
+    async def place_point(self, place: Any, token: Callable[[], str]) -> tuple[float, float, dict[str, Any]]:
+        """A named city's point; an area is refused (one value at one spot needs a spot)."""
+        resolved = await self.resolver.place(place, "place", token())
+        info = dict(resolved.place)
+        if resolved.geometry.get("type") != "Point":
+            raise ArgumentError(
+                "place",
+                f"{info['name']!r} is a {info.get('kind', 'area')} (an area), not a point; name a city or give "
+                "lon/lat, or use get_raster_statistics with this place for the area",
+            )
+        lon, lat = resolved.geometry["coordinates"][:2]
+        x, y = check_lon_lat(lon, lat, lon_arg="place", lat_arg="place")
+        info["used"] = "point"
+        return x, y, info
+
+    async def located_point(
+        self, place: Any, lon: Any, lat: Any, token: Callable[[], str] | None
+    ) -> tuple[float, float, dict[str, Any] | None]:
+        """The point of `place` when given (lon/lat then ignored, and said so), else lon/lat."""
+        if place is not None and token is not None:
+            x, y, info = await self.place_point(place, token)
+            if lon is not None or lat is not None:
+                info["note"] = "place used; lon/lat ignored"
+            return x, y, info
+        if lon is None or lat is None:
+            raise ArgumentError("place", "give place (a city name, e.g. 'Nairobi') or both lon and lat")
+        x, y = check_lon_lat(lon, lat)
+        return x, y, None
+
+    async def located_area(
+        self, place: Any, bbox: Any, geometry: Any, token: Callable[[], str], bbox_allowed: bool = True
+    ) -> tuple[Area, dict[str, Any] | None]:
+        """The area of `place` when given (bbox/geometry then ignored, and said so), else bbox or geometry."""
+        if place is None:
+            return await self.area(bbox, geometry, token=token, bbox_allowed=bbox_allowed), None
+        area, info = await self.place_area(place, token)
+        ignored = [name for name, value in (("bbox", bbox), ("geometry", geometry)) if value is not None]
+        if ignored:
+            info["note"] = f"place used; {' and '.join(ignored)} ignored"
+        return area, info
+
     async def area(self, bbox: Any, geometry: Any, *, token: Callable[[], str], bbox_allowed: bool = True) -> Area:
         if bbox is not None and geometry is not None:
             raise ArgumentError("geometry", "give either bbox or geometry, not both")
@@ -174,10 +232,10 @@ class RasterService:
         if bbox is not None and bbox_allowed:
             parsed = parse_bbox(bbox)
             return Area(box(*parsed), "bbox", "bbox", list(parsed))
-        wanted = "bbox or geometry" if bbox_allowed else "geometry"
+        wanted = "place, bbox or geometry" if bbox_allowed else "place or geometry"
         raise ArgumentError(
-            "geometry" if not bbox_allowed else "bbox",
-            f'{wanted} is required (GeoJSON polygon or a feature reference {{"dataset": ..., "id": ...}})',
+            "place",
+            f"{wanted} is required: best a place name, e.g. place 'Luxembourg' (or a GeoJSON polygon)",
         )
 
     def href(self, item: ItemRecord) -> str:
@@ -233,8 +291,18 @@ class RasterService:
     # -- statistics --------------------------------------------------------------------
 
     async def statistics(
-        self, collection_id: Any, bbox: Any, geometry: Any, datetime: Any, band: Any, token: Callable[[], str]
+        self,
+        collection_id: Any,
+        bbox: Any,
+        geometry: Any,
+        datetime: Any,
+        band: Any,
+        token: Callable[[], str],
+        place: Any = None,
     ) -> dict[str, Any]:
+        if place is not None:
+            # A named place is summarised over its real boundary with exact, area-weighted cell coverage.
+            return await self.zonal(collection_id, geometry, datetime, band, token, place=place, bbox=bbox)
         record = await self.collection(collection_id)
         info = self.band(record, band)
         interval = parse_interval(datetime)
@@ -301,8 +369,16 @@ class RasterService:
 
     # -- points and time series ------------------------------------------------------
 
-    async def point(self, collection_id: Any, lon: Any, lat: Any, datetime: Any = None) -> dict[str, Any]:
-        x, y = check_lon_lat(lon, lat)
+    async def point(
+        self,
+        collection_id: Any,
+        lon: Any,
+        lat: Any,
+        datetime: Any = None,
+        place: Any = None,
+        token: Callable[[], str] | None = None,
+    ) -> dict[str, Any]:
+        x, y, place_info = await self.located_point(place, lon, lat, token)
         record = await self.collection(collection_id)
         interval = parse_interval(datetime)
         items, note = await self.latest_or_matching(record, interval, None, 48)
@@ -321,6 +397,7 @@ class RasterService:
         inside = any(v.inside for v in values)
         out: dict[str, Any] = {
             "collection_id": record.id,
+            **({"place": place_info} if place_info else {}),
             "lon": x,
             "lat": y,
             "units": {b.name: b.unit for b in record.bands},
@@ -340,8 +417,10 @@ class RasterService:
                 out.append(rasterops.sample_point(ds, lon, lat))
         return out
 
-    async def multi_point(self, collection_ids: Any, lon: Any, lat: Any) -> dict[str, Any]:
-        x, y = check_lon_lat(lon, lat)
+    async def multi_point(
+        self, collection_ids: Any, lon: Any, lat: Any, place: Any = None, token: Callable[[], str] | None = None
+    ) -> dict[str, Any]:
+        x, y, place_info = await self.located_point(place, lon, lat, token)
         if isinstance(collection_ids, str):
             collection_ids = [c for c in re.split(r"[,\s]+", collection_ids) if c]
         if not isinstance(collection_ids, list) or not collection_ids:
@@ -361,12 +440,21 @@ class RasterService:
             if "note" in single:
                 entry["note"] = single["note"]
             results.append(entry)
-        return {"lon": x, "lat": y, "count": len(results), "results": results}
+        head = {"place": place_info} if place_info else {}
+        return {**head, "lon": x, "lat": y, "count": len(results), "results": results}
 
     async def timeseries(
-        self, collection_id: Any, lon: Any, lat: Any, start: Any, end: Any, band: Any
+        self,
+        collection_id: Any,
+        lon: Any,
+        lat: Any,
+        start: Any,
+        end: Any,
+        band: Any,
+        place: Any = None,
+        token: Callable[[], str] | None = None,
     ) -> dict[str, Any]:
-        x, y = check_lon_lat(lon, lat)
+        x, y, place_info = await self.located_point(place, lon, lat, token)
         record = await self.collection(collection_id)
         info = self.band(record, band)
         if not record.time_resolved:
@@ -390,7 +478,8 @@ class RasterService:
             raise ArgumentError("start", f"more than {limit} time steps; narrow start/end")
         values = await self.run(self._point_values, [self.href(i) for i in items], x, y)
         if not any(v.inside for v in values):
-            raise ArgumentError("lon", f"the point ({x}, {y}) is outside '{record.id}' extent {record.bbox}")
+            where = "place" if place_info else "lon"
+            raise ArgumentError(where, f"the point ({x}, {y}) is outside '{record.id}' extent {record.bbox}")
         points: list[dict[str, Any]] = [
             {
                 "time": _iso(i.start),
@@ -404,6 +493,7 @@ class RasterService:
             "collection_id": record.id,
             "band": _band_json(info),
             "unit": info.unit,
+            **({"place": place_info} if place_info else {}),
             "lon": x,
             "lat": y,
             "pixel_center": next(v.pixel_center for v in values if v.inside),
@@ -419,12 +509,19 @@ class RasterService:
     # -- zonal statistics and change -------------------------------------------------
 
     async def zonal(
-        self, collection_id: Any, geometry: Any, datetime: Any, band: Any, token: Callable[[], str]
+        self,
+        collection_id: Any,
+        geometry: Any,
+        datetime: Any,
+        band: Any,
+        token: Callable[[], str],
+        place: Any = None,
+        bbox: Any = None,
     ) -> dict[str, Any]:
         record = await self.collection(collection_id)
         info = self.band(record, band)
         interval = parse_interval(datetime)
-        area = await self.area(None, geometry, token=token, bbox_allowed=False)
+        area, place_info = await self.located_area(place, bbox, geometry, token, bbox_allowed=False)
         items, note = await self.latest_or_matching(record, interval, area.geometry.bounds, 24, area.argument)
         per_item = await self.run(self._zonal_items, [self.href(i) for i in items], area, info)
         first_stats, resolution, inside_fraction = per_item[0]
@@ -432,6 +529,7 @@ class RasterService:
             "collection_id": record.id,
             "band": _band_json(info),
             "unit": info.unit,
+            **({"place": place_info} if place_info else {}),
             "area": self._area_json(area, inside_fraction=inside_fraction),
             "time": _time_json(record, items, note),
             "resolution": resolution,
@@ -488,6 +586,7 @@ class RasterService:
         band: Any,
         threshold: Any,
         token: Callable[[], str],
+        place: Any = None,
     ) -> dict[str, Any]:
         record = await self.collection(collection_id)
         info = self.band(record, band)
@@ -513,7 +612,7 @@ class RasterService:
             raise ArgumentError("period_a", "required, e.g. '1999-01' or '1999-01/1999-03'")
         if b is None:
             raise ArgumentError("period_b", "required, e.g. '1999-07' or '1999-07/1999-09'")
-        area = await self.area(bbox, geometry, token=token)
+        area, place_info = await self.located_area(place, bbox, geometry, token)
         limit = self.settings.max_change_items_per_period
         items_a = await self.items(record, a, area.geometry.bounds, limit, "period_a", area.argument)
         items_b = await self.items(record, b, area.geometry.bounds, limit, "period_b", area.argument)
@@ -530,6 +629,7 @@ class RasterService:
             "collection_id": record.id,
             "band": _band_json(info),
             "unit": info.unit,
+            **({"place": place_info} if place_info else {}),
             "area": self._area_json(area, plan),
             "period_a": {"query": a.text, "time_steps": [i.time_label() for i in items_a]},
             "period_b": {"query": b.text, "time_steps": [i.time_label() for i in items_b]},
@@ -585,6 +685,15 @@ class RasterService:
         change["compared_fraction"] = round(total / float(np.asarray(weights)[inside].sum()), 4)
         out["change"] = change
         return out
+
+
+def point_circle(lon: float, lat: float, km: float) -> BaseGeometry:
+    """A circle of `km` around a point, as a lon/lat polygon (degrees scaled by latitude; within 0.5 %)."""
+    dy = km / 110.574
+    dx = km / (111.320 * max(math.cos(math.radians(lat)), 0.01))
+    unit = Point(0.0, 0.0).buffer(1.0, quad_segs=16)
+    circle = affinity.affine_transform(unit, [dx, 0.0, 0.0, dy, lon, lat])
+    return circle.intersection(box(-180.0, -90.0, 180.0, 90.0))
 
 
 def _time_json(record: CollectionRecord, items: Sequence[ItemRecord], note: str) -> dict[str, Any]:

@@ -58,6 +58,8 @@ class RasterSettings(ServiceSettings):
     # vector-tools, for geometry arguments given as {"dataset": ..., "id": ...}.
     vector_tools_url: str = "http://127.0.0.1:8012"
     vector_tools_timeout_seconds: float = Field(default=10.0, gt=0)
+    # Area tools given a city (a point) as place use a circle of this radius around it.
+    place_point_buffer_km: float = Field(default=10.0, gt=0, le=500)
     # Tiles: browser cache lifetime, and the public base URL put into TileJSON
     # (defaults to the URL the request came in on).
     tile_cache_seconds: int = Field(default=3600, ge=0)

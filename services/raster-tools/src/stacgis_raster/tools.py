@@ -27,29 +27,31 @@ log = logging.getLogger(__name__)
 # Every tool only reads, so the orchestrator may retry any of them.
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
-CollectionId = Annotated[str, Field(description="Collection id, e.g. 'luxembourg-dem' (see list_raster_collections)")]
-Lon = Annotated[float, Field(description="Longitude in degrees east, WGS 84 (-180..180)")]
-Lat = Annotated[float, Field(description="Latitude in degrees north, WGS 84 (-90..90)")]
+CollectionId = Annotated[str, Field(description="Collection id, e.g. 'luxembourg-dem'")]
+Lon = Annotated[float | None, Field(description="Only if no place: longitude, degrees east")]
+Lat = Annotated[float | None, Field(description="Only if no place: latitude, degrees north")]
+PointPlace = Annotated[
+    str | None, Field(description="City name, e.g. 'Nairobi', or a ref 'cities/184745'; better than lon/lat")
+]
+AreaPlace = Annotated[
+    str | None,
+    Field(description="Place name, e.g. 'Luxembourg', 'selection', 'drawn area' or a ref; better than numbers"),
+]
 BBoxArg = Annotated[
     list[float] | str | None,
-    Field(description="Bounding box [west, south, east, north] in WGS 84 degrees"),
+    Field(description="Only if no place: [west, south, east, north] in degrees"),
 ]
 GeometryArg = Annotated[
     dict[str, Any] | str | None,
-    Field(
-        description=(
-            "GeoJSON Polygon/MultiPolygon (or Feature) in WGS 84, or a vector feature reference "
-            '{"dataset": "<vector dataset>", "id": "<feature id>"}'
-        )
-    ),
+    Field(description="Only if no place: GeoJSON Polygon or MultiPolygon"),
 ]
 DatetimeArg = Annotated[
     str | None,
-    Field(description="ISO 8601 date or interval: '1999-07', '1999-07-15', '1999-01/1999-03'"),
+    Field(description="ISO date or interval: '1999-07', '1999-01/1999-03'"),
 ]
 BandArg = Annotated[
     int | str | None,
-    Field(description="Band number (1-based) or band name; default the first band"),
+    Field(description="Band number or name; default the first"),
 ]
 
 
@@ -101,131 +103,119 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
             TOOL_CALLS.labels(tool, outcome).inc()
             TOOL_DURATION.labels(tool).observe(time.perf_counter() - started)
 
-    @server.tool(
-        annotations=READ_ONLY,
-        description=(
-            "List the raster collections (id, title, extent, time range, units). Optional filters: "
-            "bbox [west, south, east, north] and datetime (ISO date or interval)."
-        ),
-    )
+    @server.tool(annotations=READ_ONLY, description="Use for listing all raster collections (id, extent, time, units).")
     async def list_raster_collections(bbox: BBoxArg = None, datetime: DatetimeArg = None) -> CallToolResult:
         return await call("list_raster_collections", service.list_collections(bbox, datetime))
 
     @server.tool(
         annotations=READ_ONLY,
-        description=(
-            "Find raster collections by keywords, e.g. 'elevation Luxembourg', 'land cover', 'rainfall 1999'."
-        ),
+        description="Use for finding the collection id for a topic, e.g. 'elevation', 'rainfall'.",
     )
     async def search_raster_collections(
-        query: Annotated[str, Field(description="Keywords describing the data wanted")],
+        query: Annotated[str, Field(description="Keywords, e.g. 'land cover'")],
     ) -> CallToolResult:
         return await call("search_raster_collections", service.search_collections(query))
 
     @server.tool(
-        annotations=READ_ONLY,
-        description=(
-            "Details of one collection: description, bands with units and class names, CRS, "
-            "resolution, time steps, licence and provenance, tile URL."
-        ),
+        annotations=READ_ONLY, description="Use for one collection's bands, units, classes, resolution and dates."
     )
     async def get_raster_info(collection_id: CollectionId) -> CallToolResult:
         return await call("get_raster_info", service.info(collection_id))
 
     @server.tool(
         annotations=READ_ONLY,
-        description=(
-            "Statistics of a band over a bbox or polygon: min, max, mean, std, percentiles and "
-            "valid-pixel fraction (class shares for land cover). Area-weighted on geographic grids; "
-            "large areas are read from overviews and the resolution used is reported. With a datetime "
-            "interval covering several time steps, statistics are of their per-pixel mean."
-        ),
+        description="Use for an area's summary (mean, min, max) of a raster: pass place, e.g. 'Luxembourg'.",
     )
     async def get_raster_statistics(
         collection_id: CollectionId,
+        place: AreaPlace = None,
         bbox: BBoxArg = None,
         geometry: GeometryArg = None,
         datetime: DatetimeArg = None,
         band: BandArg = None,
     ) -> CallToolResult:
         return await call(
-            "get_raster_statistics", service.statistics(collection_id, bbox, geometry, datetime, band, token)
+            "get_raster_statistics",
+            service.statistics(collection_id, bbox, geometry, datetime, band, token, place=place),
+        )
+
+    @server.tool(annotations=READ_ONLY, description="Use for one value of one collection at one spot, e.g. a city.")
+    async def query_raster_point(
+        collection_id: CollectionId,
+        place: PointPlace = None,
+        lon: Lon = None,
+        lat: Lat = None,
+        datetime: DatetimeArg = None,
+    ) -> CallToolResult:
+        return await call(
+            "query_raster_point", service.point(collection_id, lon, lat, datetime, place=place, token=token)
         )
 
     @server.tool(
         annotations=READ_ONLY,
-        description=(
-            "Value of every band of a collection at a point (class name for land cover). For time "
-            "series, the latest time step unless datetime is given."
-        ),
-    )
-    async def query_raster_point(
-        collection_id: CollectionId, lon: Lon, lat: Lat, datetime: DatetimeArg = None
-    ) -> CallToolResult:
-        return await call("query_raster_point", service.point(collection_id, lon, lat, datetime))
-
-    @server.tool(
-        annotations=READ_ONLY,
-        description=("Values of several collections at one point, e.g. elevation and land cover together."),
+        description="Use for several collections at one spot, e.g. elevation and land cover of a city.",
     )
     async def query_multiple_rasters_point(
-        collection_ids: Annotated[list[str], Field(description="Collection ids to query")],
-        lon: Lon,
-        lat: Lat,
+        collection_ids: Annotated[list[str], Field(description="Collection ids")],
+        place: PointPlace = None,
+        lon: Lon = None,
+        lat: Lat = None,
     ) -> CallToolResult:
-        return await call("query_multiple_rasters_point", service.multi_point(collection_ids, lon, lat))
+        return await call(
+            "query_multiple_rasters_point",
+            service.multi_point(collection_ids, lon, lat, place=place, token=token),
+        )
 
     @server.tool(
-        annotations=READ_ONLY,
-        description=(
-            "Time series of a time-resolved collection at a point, one value per time step, "
-            "optionally limited to start/end (ISO dates)."
-        ),
+        annotations=READ_ONLY, description="Use for the same spot over time: one value per date, e.g. monthly."
     )
     async def get_timeseries(
         collection_id: CollectionId,
-        lon: Lon,
-        lat: Lat,
+        place: PointPlace = None,
+        lon: Lon = None,
+        lat: Lat = None,
         start: Annotated[str | None, Field(description="First date, e.g. '1999-03'")] = None,
         end: Annotated[str | None, Field(description="Last date, e.g. '1999-09'")] = None,
         band: BandArg = None,
     ) -> CallToolResult:
-        return await call("get_timeseries", service.timeseries(collection_id, lon, lat, start, end, band))
+        return await call(
+            "get_timeseries",
+            service.timeseries(collection_id, lon, lat, start, end, band, place=place, token=token),
+        )
 
     @server.tool(
         annotations=READ_ONLY,
-        description=(
-            "Exact area-weighted statistics of a band inside a polygon or multipolygon, using the "
-            "fraction of each cell covered; land-cover collections give class fractions with names."
-        ),
+        description="Use for exact statistics inside a polygon you have (GeoJSON); for a named place it equals "
+        "get_raster_statistics.",
     )
     async def compute_zonal_stats(
         collection_id: CollectionId,
-        geometry: GeometryArg,
+        place: AreaPlace = None,
+        geometry: GeometryArg = None,
         datetime: DatetimeArg = None,
         band: BandArg = None,
     ) -> CallToolResult:
-        return await call("compute_zonal_stats", service.zonal(collection_id, geometry, datetime, band, token))
+        return await call(
+            "compute_zonal_stats", service.zonal(collection_id, geometry, datetime, band, token, place=place)
+        )
 
     @server.tool(
         annotations=READ_ONLY,
-        description=(
-            "Compare two periods of a time-resolved collection over a polygon or bbox: statistics of "
-            "each period, of the difference (b - a), and the share of area that rose or fell by more "
-            "than threshold (in the band's unit, default 0)."
-        ),
+        description="Use for comparing two periods of one area (change between dates), e.g. January vs July.",
     )
     async def detect_change(
         collection_id: CollectionId,
-        period_a: Annotated[str, Field(description="First period, e.g. '1999-01' or '1999-01/1999-03'")],
+        period_a: Annotated[str, Field(description="First period, e.g. '1999-01'")],
         period_b: Annotated[str, Field(description="Second period, e.g. '1999-07'")],
+        place: AreaPlace = None,
         geometry: GeometryArg = None,
         bbox: BBoxArg = None,
         band: BandArg = None,
-        threshold: Annotated[float | None, Field(description="Change smaller than this counts as unchanged")] = None,
+        threshold: Annotated[float | None, Field(description="Changes up to this count as unchanged")] = None,
     ) -> CallToolResult:
         return await call(
-            "detect_change", service.change(collection_id, geometry, bbox, period_a, period_b, band, threshold, token)
+            "detect_change",
+            service.change(collection_id, geometry, bbox, period_a, period_b, band, threshold, token, place=place),
         )
 
     @server.resource(
@@ -247,9 +237,9 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
             "1. Find candidate data with search_raster_collections or list_raster_collections "
             "(filter by bbox and datetime).\n"
             "2. Read get_raster_info for the chosen collection: bands, units, time steps, resolution.\n"
-            "3. Compute with get_raster_statistics (bbox) or compute_zonal_stats (polygon or a vector "
-            'feature reference {"dataset": ..., "id": ...}); use get_timeseries for a point over time '
-            "and detect_change to compare two periods.\n"
+            "3. Compute with get_raster_statistics (place: a name such as 'Luxembourg'); use "
+            "query_raster_point for one spot, get_timeseries for a spot over time and detect_change to "
+            "compare two periods.\n"
             "4. Report numbers with their units, the resolution used and any clipping or no-data share; "
             "say which collection and time step each number comes from."
         )
@@ -258,7 +248,7 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
     def query_prompt(question: str) -> str:
         return (
             f"Question: {question}\n"
-            "Identify the place (longitude/latitude or a bounding box) and the quantity asked for. "
+            "Identify the place (pass its name as place, e.g. 'Nairobi') and the quantity asked for. "
             "Pick the collection with search_raster_collections, then use query_raster_point for a "
             "single location, query_multiple_rasters_point to combine several layers, or "
             "get_raster_statistics for an area. Answer briefly with the value, its unit and the data source."
