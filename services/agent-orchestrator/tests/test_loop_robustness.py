@@ -286,3 +286,24 @@ async def test_the_done_event_carries_the_grounding_of_the_answer(orch, model_ur
         assert done.content[number.start : number.end] == number.text
     assert not by_value[1929.0].supported and by_value[1929.0].text == "1929 m"
     assert (grounding.supported_count, grounding.unsupported_count) == (2, 1)
+
+
+@pytest.mark.asyncio
+async def test_dynamic_selection_offers_the_top_k_tools_per_step(
+    model_server, model_url, redis_url, raster, vector, memory
+) -> None:
+    servers = {"raster": raster.mcp, "vector": vector.mcp, "memory": memory.mcp}
+    env = orchestrator_env(
+        model_server.url, redis_url, servers, tool_selection="dynamic", tool_top_k="2", llm_warmup="false"
+    )
+    message = unique("dynamic selection of statistics")
+    await set_rules(model_url, {"name": "ok", "match": {"last_user": "dynamic selection"}, "content": "ok"})
+    with orchestrator(env) as service:
+        await run_events(service.url, {"message": message})
+        (request,) = await model_requests(model_url, contains=message)
+    offered = [tool["function"]["name"] for tool in request["body"]["tools"]]
+    always = {"list_available_tools", "add_memory", "zoom_to_location", "generate_chart"}
+    assert always <= set(offered)
+    mcp_ranked = offered[:2]
+    assert "get_raster_statistics" in mcp_ranked, offered
+    assert "big_result" not in offered and "delete_collection" not in offered, "only the top 2 MCP tools"

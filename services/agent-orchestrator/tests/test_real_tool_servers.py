@@ -111,6 +111,38 @@ async def test_a_run_over_real_raster_tools(real_orch, model_url) -> None:
 
 
 @pytest.mark.asyncio
+async def test_the_answer_is_grounded_in_the_real_raster_statistics(real_orch, model_url) -> None:
+    message = f"Luxembourg grounded [{uuid.uuid4().hex[:8]}]"
+    await set_rules(
+        model_url,
+        {
+            "name": "stats",
+            "match": {"last_user": "Luxembourg grounded", "step": 0},
+            "tool_calls": [
+                {"name": "get_raster_statistics", "arguments": {"collection_id": "luxembourg-dem", "bbox": LUXEMBOURG}}
+            ],
+        },
+        {
+            "name": "answer",
+            "match": {"last_user": "Luxembourg grounded", "step": 1},
+            "content": "The mean elevation is {{tool:get_raster_statistics:statistics.mean}} m "
+            "(highest {{tool:get_raster_statistics:statistics.max}} m), not 1,929 m.",
+        },
+    )
+    events = await run_events(real_orch.url, {"message": message}, timeout=120)
+    statistics = json.loads(next(e for e in events if e.name == "tool_result").payload["result"])["statistics"]
+    call_id = next(e for e in events if e.name == "tool_start").payload["callId"]
+    done = terminal(events).proto.done
+    numbers = {n.value: n for n in done.grounding.numbers}
+    assert set(numbers) == {statistics["mean"], statistics["max"], 1929.0}
+    for value in (statistics["mean"], statistics["max"]):
+        assert numbers[value].supported and numbers[value].call_id == call_id
+        assert numbers[value].tool_name == "get_raster_statistics" and numbers[value].unit == "m"
+    assert not numbers[1929.0].supported and numbers[1929.0].text == "1,929 m"
+    assert (done.grounding.supported_count, done.grounding.unsupported_count) == (2, 1)
+
+
+@pytest.mark.asyncio
 async def test_memories_from_real_memory_tools_are_injected_for_their_user_only(
     real_orch, real_memory, model_url
 ) -> None:

@@ -26,7 +26,7 @@ class OrchestratorSettings(ServiceSettings):
     # The chat model.
     llm_provider: Literal["ollama", "openai"] = "ollama"
     llm_base_url: str = "http://127.0.0.1:11434"
-    llm_model: str = "smollm2:135m"
+    llm_model: str = "qwen2.5-coder:1.5b"
     llm_api_key: SecretStr | None = None
     # Context window asked of Ollama (`num_ctx`) and the budget of the context guard.
     llm_num_ctx: int = Field(default=8192, ge=512)
