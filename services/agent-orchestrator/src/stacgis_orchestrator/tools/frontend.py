@@ -27,9 +27,16 @@ class FrontendCommand:
 
 
 def _zoom(args: dict[str, Any]) -> FrontendCommand:
+    # A place name is replaced by its coordinates before this runs (tools/places.py).
+    if "lat" not in args or "lon" not in args:
+        raise FrontendToolError("place: give a place name, e.g. place 'Nairobi' (or both lat and lon)")
     zoom = args.get("zoom", 10)
-    ui = {"lat": args["lat"], "lon": args["lon"], "zoom": zoom}
-    return FrontendCommand(ui, f"The user's map now shows lat {args['lat']}, lon {args['lon']} at zoom {zoom}.")
+    ui: dict[str, Any] = {"lat": args["lat"], "lon": args["lon"], "zoom": zoom}
+    where = f"lat {args['lat']}, lon {args['lon']}"
+    if args.get("place"):
+        ui["place"] = args["place"]
+        where = f"{args['place']} at {where}"
+    return FrontendCommand(ui, f"The user's map now shows {where} at zoom {zoom}.")
 
 
 def _visualize(args: dict[str, Any]) -> FrontendCommand:
@@ -124,27 +131,20 @@ FRONTEND_TOOLS: list[tuple[RegisteredTool, Callable[[dict[str, Any]], FrontendCo
     (
         RegisteredTool(
             name="zoom_to_location",
-            description=(
-                "Move the user's map to a place: latitude and longitude in degrees, zoom from 0 (world) to 18 (street)."
-            ),
+            description="Use for showing a place on the user's map: pass place, e.g. 'Berlin'.",
             input_schema={
                 "type": "object",
                 "properties": {
-                    "lat": {
-                        "type": "number",
-                        "minimum": -90,
-                        "maximum": 90,
-                        "description": "Latitude in degrees north",
+                    "place": {
+                        "type": "string",
+                        "maxLength": 200,
+                        "description": "Place name, e.g. 'Berlin', or 'selection' or 'drawn area'",
                     },
-                    "lon": {
-                        "type": "number",
-                        "minimum": -180,
-                        "maximum": 180,
-                        "description": "Longitude in degrees east",
-                    },
-                    "zoom": {"type": "number", "minimum": 0, "maximum": 22, "description": "Zoom level, default 10"},
+                    "lat": {"type": "number", "minimum": -90, "maximum": 90, "description": "Only if no place"},
+                    "lon": {"type": "number", "minimum": -180, "maximum": 180, "description": "Only if no place"},
+                    "zoom": {"type": "number", "minimum": 0, "maximum": 22, "description": "0 world to 18 street"},
                 },
-                "required": ["lat", "lon"],
+                "required": [],
                 "additionalProperties": False,
             },
             kind="frontend",
@@ -154,21 +154,21 @@ FRONTEND_TOOLS: list[tuple[RegisteredTool, Callable[[dict[str, Any]], FrontendCo
     (
         RegisteredTool(
             name="visualize_collection",
-            description="Show a raster collection as a coloured layer on the user's map (map tiles).",
+            description="Use for showing a raster collection as a coloured layer on the user's map.",
             input_schema={
                 "type": "object",
                 "properties": {
                     "collection_id": {
                         "type": "string",
                         "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$",
-                        "description": "Raster collection id",
+                        "description": "Collection id",
                     },
                     "colormap": {
                         "type": "string",
                         "pattern": "^[A-Za-z0-9_]{1,64}$",
-                        "description": "Colormap name, e.g. viridis, terrain",
+                        "description": "e.g. viridis, terrain",
                     },
-                    "rescale": {**NUMBER_PAIR, "description": "[min, max] of the colour ramp in the data's unit"},
+                    "rescale": {**NUMBER_PAIR, "description": "[min, max] of the colours, in data units"},
                 },
                 "required": ["collection_id"],
                 "additionalProperties": False,
@@ -180,7 +180,7 @@ FRONTEND_TOOLS: list[tuple[RegisteredTool, Callable[[dict[str, Any]], FrontendCo
     (
         RegisteredTool(
             name="set_map_style",
-            description="Change the basemap of the user's map: light, dark, satellite, or the URL of a MapLibre style.",
+            description="Use for changing the basemap: light, dark or satellite.",
             input_schema={
                 "type": "object",
                 "properties": {
@@ -196,7 +196,7 @@ FRONTEND_TOOLS: list[tuple[RegisteredTool, Callable[[dict[str, Any]], FrontendCo
     (
         RegisteredTool(
             name="toggle_ui_panel",
-            description="Open or close a panel of the app: chat, sessions, activity or legend.",
+            description="Use for opening or closing a panel: chat, sessions, activity or legend.",
             input_schema={
                 "type": "object",
                 "properties": {
@@ -213,10 +213,7 @@ FRONTEND_TOOLS: list[tuple[RegisteredTool, Callable[[dict[str, Any]], FrontendCo
     (
         RegisteredTool(
             name="generate_chart",
-            description=(
-                "Draw a chart for the user (line, bar, scatter, pie or doughnut) from labels and one or more "
-                "series of numbers, e.g. a time series or a comparison of places."
-            ),
+            description="Use for drawing a chart of numbers you already have, e.g. a time series.",
             input_schema={
                 "type": "object",
                 "properties": {
@@ -226,7 +223,7 @@ FRONTEND_TOOLS: list[tuple[RegisteredTool, Callable[[dict[str, Any]], FrontendCo
                         "type": "array",
                         "items": {"type": ["string", "number"]},
                         "maxItems": MAX_CHART_POINTS,
-                        "description": "Categories or x values, one per value of each series",
+                        "description": "One label or x value per value",
                     },
                     "datasets": {
                         "type": "array",

@@ -1,0 +1,192 @@
+"""`place` arguments the orchestrator settles before a call.
+
+- "selection" / "drawn area" (in any tool's `place`) become the user's selected feature or drawn geometry
+  from the run's spatial context: a vector-tools feature as its ref "<dataset>/<id>", any other shape as
+  `geometry` (areas), `lon`/`lat` (points) or `bbox`, whichever the tool takes. No selection or drawing is
+  a clear tool error, never a guess.
+- zoom_to_location's place name is resolved by vector-tools' `resolve_place` over MCP (with the run's
+  headers, like any tool call): the browser gets plain coordinates, so it needs no resolver of its own.
+  An ambiguous or unknown name is reported to the model as the tool's error, with the candidates.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..llm.types import ToolCall
+from .pool import ToolPool, ToolUnavailable
+from .registry import RegisteredTool
+
+if TYPE_CHECKING:
+    from ..loop import SpatialInput
+    from .catalog import ToolCatalog
+
+SELECTION_NAMES = frozenset({"selection", "selected feature", "the selection"})
+DRAWN_NAMES = frozenset({"drawn area", "drawing", "drawn geometry", "the drawn area"})
+RESOLVE_TOOL = "resolve_place"
+ZOOM_TOOL = "zoom_to_location"
+POINT_ZOOM = 10
+AREA_TYPES = frozenset({"Polygon", "MultiPolygon"})
+
+
+class PlaceError(ValueError):
+    """The place argument cannot be settled; the message names the argument and what to do."""
+
+
+def _bounds(geometry: Mapping[str, Any]) -> tuple[float, float, float, float] | None:
+    """[west, south, east, north] of a GeoJSON geometry's coordinates (None if it has none)."""
+    xs: list[float] = []
+    ys: list[float] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, list) and len(value) >= 2 and all(isinstance(v, int | float) for v in value[:2]):
+            xs.append(float(value[0]))
+            ys.append(float(value[1]))
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(geometry.get("coordinates"))
+    for member in geometry.get("geometries") or []:
+        if isinstance(member, Mapping):
+            walk(member.get("coordinates"))
+    if not xs:
+        return None
+    return min(xs), min(ys), max(xs), max(ys)
+
+
+def zoom_for(bounds: Sequence[float]) -> int:
+    """A map zoom that fits the box: each level halves the span shown (360 degrees at zoom 0)."""
+    span = max(bounds[2] - bounds[0], bounds[3] - bounds[1])
+    if span <= 0:
+        return POINT_ZOOM
+    return max(1, min(POINT_ZOOM + 2, math.floor(math.log2(360 / span))))
+
+
+def _centre(bounds: Sequence[float]) -> tuple[float, float]:
+    """(lat, lon) of a box's centre, rounded to about a metre."""
+    return round((bounds[1] + bounds[3]) / 2, 5), round((bounds[0] + bounds[2]) / 2, 5)
+
+
+def _user_shape(name: str, spatial: SpatialInput) -> tuple[dict[str, Any], str | None, str]:
+    """The user's geometry for a fixed name, the vector ref if it is a vector-tools feature, and a label."""
+    if name in SELECTION_NAMES:
+        feature = spatial.selected_feature
+        if not feature:
+            raise PlaceError("place: 'selection' was given but no feature is selected on the user's map")
+        geometry = feature.get("geometry")
+        if not isinstance(geometry, dict) or not geometry:
+            raise PlaceError("place: the selected feature has no geometry")
+        properties = feature.get("properties") or {}
+        dataset, ident = properties.get("dataset"), feature.get("id", properties.get("id"))
+        if isinstance(ident, float) and ident.is_integer():
+            ident = int(ident)  # the request's Struct turns integer ids into floats
+        ref = f"{dataset}/{ident}" if isinstance(dataset, str) and isinstance(ident, str | int) else None
+        label = str(properties.get("name") or "the selected feature")
+        return geometry, ref, label
+    drawn = spatial.drawn_geometry
+    if not drawn:
+        raise PlaceError("place: 'drawn area' was given but the user has drawn nothing on the map")
+    return drawn, None, "the drawn area"
+
+
+def _user_place_arguments(
+    tool: RegisteredTool, arguments: dict[str, Any], name: str, spatial: SpatialInput
+) -> dict[str, Any]:
+    geometry, ref, label = _user_shape(name, spatial)
+    properties = tool.input_schema.get("properties") or {}
+    rest = {key: value for key, value in arguments.items() if key != "place"}
+    bounds = _bounds(geometry)
+    if bounds is None:
+        raise PlaceError(f"place: {label} has no coordinates")
+    kind = str(geometry.get("type"))
+    if tool.name == ZOOM_TOOL:
+        lat, lon = _centre(bounds)
+        return {**rest, "place": label, "lat": lat, "lon": lon, "zoom": arguments.get("zoom", zoom_for(bounds))}
+    if ref is not None and tool.kind == "mcp":
+        return {**rest, "place": ref}
+    if kind in AREA_TYPES and "geometry" in properties:
+        return {**rest, "geometry": geometry}
+    if kind == "Point" and "lon" in properties and "lat" in properties:
+        return {**rest, "lon": bounds[0], "lat": bounds[1]}
+    if "bbox" in properties:
+        return {**rest, "bbox": list(bounds)}
+    needs = "a point (a city or a marker)" if "lon" in properties else "an area (a polygon)"
+    raise PlaceError(f"place: {label} is a {kind}, but {tool.name} needs {needs}")
+
+
+def _resolver(pool: ToolPool) -> RegisteredTool | None:
+    for tool in pool.tools():
+        if (tool.remote_name or tool.name) == RESOLVE_TOOL:
+            return tool
+    return None
+
+
+async def _zoom_arguments(
+    arguments: dict[str, Any], place: str, pool: ToolPool, headers: Callable[[], Mapping[str, str]]
+) -> dict[str, Any]:
+    tool = _resolver(pool)
+    if tool is None:
+        raise PlaceError("place: place names cannot be resolved now (vector-tools is not available); give lat and lon")
+    try:
+        outcome = await pool.call(tool, {"place": place}, headers())
+    except ToolUnavailable as error:
+        raise PlaceError(f"place: could not resolve {place!r}: {error.message}; give lat and lon") from None
+    if outcome.is_error:
+        raise PlaceError(outcome.text)
+    try:
+        answer = json.loads(outcome.text)
+    except ValueError:
+        raise PlaceError(f"place: vector-tools gave no readable answer for {place!r}") from None
+    if answer.get("status") == "ambiguous":
+        raise PlaceError(f"place: {answer.get('message')}")
+    resolved = answer.get("place") or {}
+    point, box = resolved.get("point"), resolved.get("bbox")
+    if isinstance(point, list) and len(point) == 2:
+        lat, lon, zoom = round(point[1], 5), round(point[0], 5), POINT_ZOOM
+    elif isinstance(box, list) and len(box) == 4:
+        (lat, lon), zoom = _centre(box), zoom_for(box)
+    else:
+        raise PlaceError(f"place: vector-tools resolved {place!r} without a point or box")
+    ignored = " (lat/lon ignored)" if "lat" in arguments or "lon" in arguments else ""
+    label = f"{resolved.get('name', place)} ({resolved.get('ref', '')}){ignored}"
+    return {**arguments, "place": label, "lat": lat, "lon": lon, "zoom": arguments.get("zoom", zoom)}
+
+
+async def _settle(
+    call: ToolCall,
+    catalog: ToolCatalog,
+    spatial: SpatialInput,
+    pool: ToolPool,
+    headers: Callable[[], Mapping[str, str]],
+) -> ToolCall:
+    tool = catalog.get(call.name)
+    place = call.arguments.get("place") if call.arguments_error is None else None
+    if tool is None or not isinstance(place, str) or "place" not in (tool.input_schema.get("properties") or {}):
+        return call
+    name = " ".join(place.lower().split())
+    try:
+        if name in SELECTION_NAMES or name in DRAWN_NAMES:
+            arguments = _user_place_arguments(tool, call.arguments, name, spatial)
+        elif tool.name == ZOOM_TOOL:
+            arguments = await _zoom_arguments(call.arguments, place, pool, headers)
+        else:
+            return call  # a name or ref: the tool's server resolves it
+    except PlaceError as error:
+        return ToolCall(call.id, call.name, call.arguments, arguments_error=str(error))
+    return ToolCall(call.id, call.name, arguments)
+
+
+async def settle_places(
+    calls: list[ToolCall],
+    catalog: ToolCatalog,
+    spatial: SpatialInput,
+    pool: ToolPool,
+    headers: Callable[[], Mapping[str, str]],
+) -> list[ToolCall]:
+    """The calls with their `place` arguments settled (same ids, same order); a place that cannot be
+    settled turns its call into an invalid one whose error the model reads."""
+    return [await _settle(call, catalog, spatial, pool, headers) for call in calls]

@@ -1,0 +1,242 @@
+"""`place` arguments settled by the orchestrator, against the real vector-tools (loaded from the source
+packages) and raster-tools: zoom_to_location by name, and "selection" / "drawn area" from the run's
+spatial context, each compared with the same call made directly with the resolved values."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from conftest import orchestrator, orchestrator_env
+from orchestrator_helpers import Event, run_events, set_rules, terminal
+
+from stacgis_common.testing import REPO_ROOT, RunningService, call_tool, free_port, run_service
+
+CACHE = REPO_ROOT / ".local" / "cache"
+DATA = REPO_ROOT / ".local" / "data"
+# A small square in central Luxembourg, inside the Luxembourg elevation model.
+SQUARE = {"type": "Polygon", "coordinates": [[[6.0, 49.6], [6.2, 49.6], [6.2, 49.8], [6.0, 49.8], [6.0, 49.6]]]}
+
+
+@pytest.fixture(scope="module")
+def real_vector(pg_dsn: str, model_server: RunningService) -> Iterator[RunningService]:
+    port = free_port()
+    env = {
+        "VECTOR_PORT": str(port),
+        "VECTOR_DATABASE_URL": pg_dsn,
+        "VECTOR_EMBEDDING_PROVIDER": "ollama",
+        "VECTOR_EMBEDDING_BASE_URL": model_server.url,
+        "VECTOR_EMBEDDING_MODEL": "all-minilm",
+        "VECTOR_EMBEDDING_DIMENSION": "384",
+        "VECTOR_LOG_LEVEL": "WARNING",
+    }
+    load = subprocess.run(
+        [sys.executable, "-m", "stacgis_vector.load", "--cache", str(CACHE), "--min-population", "1000000"],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=REPO_ROOT,
+        check=False,
+    )
+    assert load.returncode == 0, load.stdout[-2000:] + load.stderr[-2000:]
+    with run_service("stacgis_vector", env, port, ready_path="/readyz") as service:
+        yield service
+
+
+@pytest.fixture(scope="module")
+def placed_raster(real_vector: RunningService) -> Iterator[RunningService]:
+    build = subprocess.run(
+        [sys.executable, "-m", "stacgis_raster.demo_data", "--cache", str(CACHE), "--out", str(DATA)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        check=False,
+    )
+    assert build.returncode == 0, build.stderr[-3000:]
+    port = free_port()
+    env = {
+        "RASTER_PORT": str(port),
+        "RASTER_STAC_URL": str(DATA / "stac" / "catalog.json"),
+        "RASTER_VECTOR_TOOLS_URL": real_vector.url,
+        "RASTER_LOG_LEVEL": "WARNING",
+    }
+    with run_service("stacgis_raster", env, port, ready_path="/readyz") as service:
+        yield service
+
+
+@pytest.fixture(scope="module")
+def places_orch(
+    model_server: RunningService, redis_url: str, real_vector: RunningService, placed_raster: RunningService
+) -> Iterator[RunningService]:
+    servers = {"raster": placed_raster.url + "/mcp", "vector": real_vector.url + "/mcp"}
+    with orchestrator(orchestrator_env(model_server.url, redis_url, servers)) as service:
+        yield service
+
+
+def unique(text: str) -> str:
+    return f"{text} [{uuid.uuid4().hex[:8]}]"
+
+
+async def one_call(
+    orch: RunningService, model_url: str, tag: str, name: str, arguments: dict[str, Any], **body: Any
+) -> list[Event]:
+    """A run whose model makes one tool call, then answers 'ok'."""
+    await set_rules(
+        model_url,
+        {
+            "name": f"{tag}-call",
+            "match": {"last_user": tag, "step": 0},
+            "tool_calls": [{"name": name, "arguments": arguments}],
+        },
+        {"name": f"{tag}-answer", "match": {"last_user": tag, "step": 1}, "content": "ok"},
+    )
+    events = await run_events(orch.url, {"message": unique(tag), **body}, timeout=120)
+    assert terminal(events).name == "done", [e.name for e in events]
+    return events
+
+
+def payload(events: list[Event], name: str) -> dict[str, Any]:
+    found = [e.payload for e in events if e.name == name]
+    assert len(found) == 1, [(e.name, e.payload) for e in events]
+    return found[0]
+
+
+@pytest.mark.asyncio
+async def test_zoom_to_a_named_place_moves_the_map_to_what_vector_tools_resolves(
+    places_orch: RunningService, real_vector: RunningService, model_url: str
+) -> None:
+    error, nairobi = await call_tool(real_vector.url, "resolve_place", {"place": "Nairobi"})
+    assert not error, nairobi
+    events = await one_call(places_orch, model_url, "zoom nairobi", "zoom_to_location", {"place": "Nairobi"})
+    command = payload(events, "frontend_tool")
+    lon, lat = nairobi["place"]["point"]
+    assert command["name"] == "zoom_to_location"
+    assert (command["arguments"]["lon"], command["arguments"]["lat"]) == pytest.approx((lon, lat), abs=1e-5)
+    assert command["arguments"]["zoom"] == 10
+    assert nairobi["place"]["ref"] in command["arguments"]["place"]
+
+    error, germany = await call_tool(real_vector.url, "resolve_place", {"place": "Deutschland"})
+    assert not error, germany
+    events = await one_call(places_orch, model_url, "zoom germany", "zoom_to_location", {"place": "Deutschland"})
+    arguments = payload(events, "frontend_tool")["arguments"]
+    west, south, east, north = germany["place"]["bbox"]
+    assert (arguments["lon"], arguments["lat"]) == pytest.approx(((west + east) / 2, (south + north) / 2), abs=1e-4)
+    assert 4 <= arguments["zoom"] <= 7, "a country of about 9 degrees fits at zoom 5"
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("place", "fragments"),
+    [("Fuzhou", ["cities/1810820", "cities/1810821"]), ("Atlantis Qwertyville", ["no country, city"])],
+)
+async def test_zoom_to_an_ambiguous_or_unknown_name_is_a_tool_error(
+    places_orch: RunningService, model_url: str, place: str, fragments: list[str]
+) -> None:
+    events = await one_call(places_orch, model_url, f"zoom {place}", "zoom_to_location", {"place": place})
+    assert not [e for e in events if e.name == "frontend_tool"]
+    failure = payload(events, "tool_error")
+    assert failure["kind"] == "invalid_arguments"
+    for fragment in fragments:
+        assert fragment in failure["error"], failure
+
+
+@pytest.mark.asyncio
+async def test_the_selected_vector_feature_is_passed_as_its_ref(
+    places_orch: RunningService, placed_raster: RunningService, model_url: str
+) -> None:
+    selected = {
+        "type": "Feature",
+        "id": "LUX",
+        "properties": {"dataset": "countries", "name": "Luxembourg"},
+        "geometry": SQUARE,
+    }
+    events = await one_call(
+        places_orch,
+        model_url,
+        "stats of selection",
+        "get_raster_statistics",
+        {"collection_id": "luxembourg-dem", "place": "selection"},
+        spatialContext={"selectedFeature": selected},
+    )
+    assert payload(events, "tool_start")["arguments"]["place"] == "countries/LUX"
+    result = json.loads(payload(events, "tool_result")["result"])
+    error, direct = await call_tool(
+        placed_raster.url, "compute_zonal_stats", {"collection_id": "luxembourg-dem", "place": "countries/LUX"}
+    )
+    assert not error, direct
+    assert result["place"]["ref"] == "countries/LUX"
+    assert result["statistics"] == direct["statistics"]
+
+
+@pytest.mark.asyncio
+async def test_the_drawn_area_is_passed_as_geometry_and_its_centre_to_the_map(
+    places_orch: RunningService, placed_raster: RunningService, model_url: str
+) -> None:
+    events = await one_call(
+        places_orch,
+        model_url,
+        "stats of drawn area",
+        "get_raster_statistics",
+        {"collection_id": "luxembourg-dem", "place": "drawn area"},
+        spatialContext={"drawnGeometry": SQUARE},
+    )
+    arguments = payload(events, "tool_start")["arguments"]
+    assert arguments["geometry"] == SQUARE and "place" not in arguments
+    result = json.loads(payload(events, "tool_result")["result"])
+    error, direct = await call_tool(
+        placed_raster.url, "get_raster_statistics", {"collection_id": "luxembourg-dem", "geometry": SQUARE}
+    )
+    assert not error, direct
+    assert result["statistics"] == direct["statistics"]
+
+    events = await one_call(
+        places_orch,
+        model_url,
+        "zoom to drawn area",
+        "zoom_to_location",
+        {"place": "drawn area"},
+        spatialContext={"drawnGeometry": SQUARE},
+    )
+    command = payload(events, "frontend_tool")["arguments"]
+    assert (command["lon"], command["lat"]) == pytest.approx((6.1, 49.7))
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("name", "arguments", "body", "fragment"),
+    [
+        (
+            "get_raster_statistics",
+            {"collection_id": "luxembourg-dem", "place": "selection"},
+            {},
+            "no feature is selected",
+        ),
+        ("zoom_to_location", {"place": "drawn area"}, {}, "drawn nothing"),
+        (
+            "query_raster_point",
+            {"collection_id": "luxembourg-dem", "place": "drawn area"},
+            {"spatialContext": {"drawnGeometry": SQUARE}},
+            "needs a point",
+        ),
+    ],
+)
+async def test_a_missing_or_unfit_selection_is_a_clear_tool_error(
+    places_orch: RunningService,
+    model_url: str,
+    name: str,
+    arguments: dict[str, Any],
+    body: dict[str, Any],
+    fragment: str,
+) -> None:
+    events = await one_call(places_orch, model_url, f"no selection {name}", name, arguments, **body)
+    failure = payload(events, "tool_error")
+    assert failure["kind"] == "invalid_arguments" and "place" in failure["error"] and fragment in failure["error"]
+    assert not [e for e in events if e.name in ("tool_start", "frontend_tool")]
