@@ -23,9 +23,8 @@ log = logging.getLogger(__name__)
 
 INSTRUCTIONS = (
     "Raster data from a STAC catalog: elevation models, satellite imagery and NDVI, land cover, "
-    "climate time series and global grids. Find collections with search_raster_collections or "
-    "list_raster_collections, inspect them with get_raster_info, then read values at points, over "
-    "areas (bbox, GeoJSON or a vector feature reference), through time, or compare two periods."
+    "climate time series and global grids. Name places (`place: \"Nairobi\"`, `place: \"Luxembourg\"`) "
+    "rather than typing coordinates: vector-tools resolves them, countries to their boundaries."
 )
 
 
