@@ -197,6 +197,22 @@ async def test_a_repeated_call_is_not_run_again_and_the_next_step_answers(orch, 
 
 
 @pytest.mark.asyncio
+async def test_a_rejected_call_made_again_unchanged_is_a_loop_too(orch, model_url) -> None:
+    message = unique("repeat unknown")
+    call = {"name": "get_elevation", "arguments": {"place": "Luxembourg"}}
+    await set_rules(
+        model_url,
+        {"name": "first", "match": {"last_user": "repeat unknown", "step": 0}, "tool_calls": [call]},
+        {"name": "again", "match": {"last_user": "repeat unknown", "step": 1}, "tool_calls": [call]},
+        {"name": "forced", "match": {"last_user": FORCED}, "content": "No elevation tool by that name."},
+    )
+    events = await run_events(orch.url, {"message": message})
+    assert [e.payload["kind"] for e in events if e.name == "tool_error"] == ["unknown_tool", "repeated_call"]
+    assert content(events) == "No elevation tool by that name."
+    assert terminal(events).proto.done.steps == 3
+
+
+@pytest.mark.asyncio
 async def test_at_the_step_budget_the_model_answers_with_the_same_tools_offered(orch, model_url) -> None:
     message = unique("budget run")
     await set_rules(

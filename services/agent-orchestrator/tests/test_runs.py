@@ -158,7 +158,10 @@ async def test_prompt_has_catalogs_in_the_prefix_and_budget_memories_spatial_con
     assert "Alice reports" not in json.dumps(bob_request["body"]) and "long-term memories" not in json.dumps(
         bob_request["body"]
     )
-    assert bob_request["body"]["messages"][0] == request["body"]["messages"][0]
+    # Byte-identical prefix for both users: first system message and tools.
+    assert json.dumps(bob_request["body"]["messages"][0]) == json.dumps(request["body"]["messages"][0])
+    assert json.dumps(bob_request["body"]["tools"]) == json.dumps(request["body"]["tools"])
+    assert "alice" not in json.dumps(request["body"]) and "bob" not in json.dumps(bob_request["body"])
 
 
 @pytest.mark.asyncio

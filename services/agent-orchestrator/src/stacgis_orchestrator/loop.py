@@ -536,14 +536,14 @@ class AgentRun:
     def _check_repeat(self, item: _Prepared) -> None:
         """A call already made in this run with the same arguments is not run again: the model is
         told it has that result, and the next step must answer."""
-        if item.error is not None or item.tool is None:
-            return
-        key = item.tool.name + json.dumps(item.arguments, sort_keys=True, ensure_ascii=False, default=str)
+        # A rejected call (unknown tool, invalid arguments) repeated as it was is a loop too.
+        arguments = item.call.arguments if item.error is not None or item.tool is None else item.arguments
+        key = item.call.name + json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
         first = self.seen_calls.get(key)
         if first is None:
             self.seen_calls[key] = item.call.id
             return
-        item.error = REPEATED_CALL.format(name=item.tool.name, call_id=first)
+        item.error = REPEATED_CALL.format(name=item.call.name, call_id=first)
         item.error_kind = "repeated_call"
         self.force_answer = True
 

@@ -29,8 +29,8 @@ FORCE_ANSWER = (
 )
 FORCE_ANSWER_AGAIN = "Tools are closed: a tool call is not run now. Write your answer as plain text."
 REPEATED_CALL = (
-    "You already called {name} with these arguments in this request (call {call_id}); its result is above. "
-    "Do not call it again: answer from that result."
+    "You already called {name} with these arguments in this request (call {call_id}); its result or error "
+    "is above. Do not call it again: answer from what you have."
 )
 SUMMARY_HEADER = "[The model did not write an answer. These are the tool results of this request, shown as they came:]"
 
