@@ -31,14 +31,12 @@ runtime = PgvectorRuntime("knowledge-tools", settings, EMBEDDINGS, KnowledgeServ
 
 @server.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False))
 async def search_knowledge(
-    query: Annotated[str, Field(description="A question or keywords, e.g. 'what does an NDVI of 0.2 mean?'")],
+    query: Annotated[str, Field(description="The question, e.g. 'what is NDVI?'")],
     limit: Annotated[
         int, Field(ge=1, le=settings.max_limit, description="Maximum number of passages.")
     ] = settings.default_limit,
 ) -> CallToolResult:
-    """Search the knowledge base by meaning and by words (vector similarity and full-text search, fused by
-    reciprocal rank). Each result is one passage (`chunk`) with its document `title`, `source` and section
-    `heading`."""
+    """Use for concept and definition questions, e.g. 'what is NDVI', 'what does a DEM measure'."""
     with observe("search_knowledge"):
         return compact_result(await runtime.get().search(query, limit))
 
@@ -50,8 +48,7 @@ async def add_knowledge(
     source: Annotated[str | None, Field(description="Where the text comes from (URL, file, citation).")] = None,
     tags: Annotated[list[str] | None, Field(description="Keywords, e.g. ['ndvi', 'landsat'].")] = None,
 ) -> CallToolResult:
-    """Add a document to the knowledge base: split into passages by its Markdown structure, embedded and
-    indexed. Content already in the base is not added twice (`status` says `duplicate`)."""
+    """Use for adding a document the user gives to the shared knowledge base."""
     with observe("add_knowledge"):
         identity = current_identity()
         result = await runtime.get().add(title, content, source, tags, identity.user_id)

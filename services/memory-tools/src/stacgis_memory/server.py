@@ -36,9 +36,7 @@ async def add_memory(
         Field(description="What the memory is about (default: fact)."),
     ] = None,
 ) -> CallToolResult:
-    """Remember something about the current user. If a very similar memory exists it is updated with the new
-    wording (`status`: updated) instead of adding a near-copy; the same text again changes nothing
-    (`status`: unchanged)."""
+    """Use for "remember ...", "note for later ..." and the user's preferences, e.g. units."""
     with observe("add_memory"):
         user = current_identity().user_id
         result = await runtime.get().add(user, content, kind)
@@ -53,8 +51,7 @@ async def search_memories(
         int, Field(ge=1, le=settings.max_limit, description="Maximum number of memories.")
     ] = settings.default_limit,
 ) -> CallToolResult:
-    """Search the current user's memories by meaning and words (vector similarity and full text, fused by
-    reciprocal rank), best first, with their cosine `similarity` to the query."""
+    """Use for recalling what the user asked you to remember."""
     with observe("search_memories"):
         return compact_result(await runtime.get().search(current_identity().user_id, query, limit))
 
@@ -63,7 +60,7 @@ async def search_memories(
 async def forget_memory(
     memory_id: Annotated[str, Field(description="The id of one of the user's memories.")],
 ) -> CallToolResult:
-    """Delete one of the current user's memories."""
+    """Use for "forget ...": deletes one memory by id from search_memories."""
     with observe("forget_memory"):
         result = await runtime.get().forget(current_identity().user_id, memory_id)
         MEMORY_WRITES.labels("forgotten").inc()
