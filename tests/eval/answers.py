@@ -178,10 +178,20 @@ def is_refusal(text: str) -> bool:
     return bool(refusal_phrases(text))
 
 
+def _plain_words(text: str) -> str:
+    return " ".join(re.sub(r"[-‐‑–_/]", " ", text.lower()).split())
+
+
+def mentions(text: str, term: str) -> bool:
+    """Whether the text holds the term, or one of its `|`-separated spellings ("near infrared|NIR"),
+    case, hyphens and spacing aside."""
+    plain = _plain_words(text)
+    return any(_plain_words(option) in plain for option in term.split("|") if option.strip())
+
+
 def names_missing(text: str, missing: Iterable[str]) -> list[str]:
     """Which of the missing things (any spelling given) the answer names."""
-    lowered = text.lower()
-    return [term for term in missing if term.lower() in lowered]
+    return [term for term in missing if mentions(text, term)]
 
 
 # -- grounding ----------------------------------------------------------------------------

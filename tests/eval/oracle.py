@@ -30,6 +30,8 @@ from rasterio.windows import Window
 from shapely.geometry import box, mapping
 from shapely.geometry.base import BaseGeometry
 
+from .answers import mentions
+
 WGS84 = CRS.from_epsg(4326)
 
 
@@ -454,8 +456,8 @@ class Oracle:
             path = self.knowledge_dir / spec["source"]
             if not path.exists():
                 raise OracleError(f"knowledge file {path} does not exist")
-            text = path.read_text().lower()
-            absent = [t for t in terms if t.lower() not in text]
+            text = path.read_text()
+            absent = [t for t in terms if not mentions(text, t)]
             if absent:
                 raise OracleError(f"{spec['source']} does not mention {absent}: the task no longer matches it")
         return Expected(terms=terms, detail=f"mentions {list(terms)}")

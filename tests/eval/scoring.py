@@ -13,6 +13,7 @@ from .answers import (
     extract_numbers,
     find_value,
     is_refusal,
+    mentions,
     names_missing,
     refusal_phrases,
     unsupported_numbers,
@@ -126,7 +127,7 @@ def _check_memory(expected: Expected, record: RunRecord) -> tuple[bool, str | No
     failed = {e.get("callId") for e in record.of("tool_error") if e.get("toolName") == "add_memory"}
     for save in saves:
         content = str(save.get("arguments", {}).get("content", ""))
-        if save.get("callId") not in failed and all(t.lower() in content.lower() for t in expected.terms):
+        if save.get("callId") not in failed and all(mentions(content, t) for t in expected.terms):
             return True, content
     return False, None
 
@@ -148,8 +149,7 @@ def _check_answer(task: Task, expected: Expected, record: RunRecord) -> tuple[bo
         hit = find_value(answer, target, task.unit, task.tol)
         return hit is not None, hit.text if hit else None
     if expected.terms:
-        lowered = answer.lower()
-        missing = [t for t in expected.terms if t.lower() not in lowered]
+        missing = [t for t in expected.terms if not mentions(answer, t)]
         return not missing, ", ".join(t for t in expected.terms if t not in missing) or None
     return False, None
 

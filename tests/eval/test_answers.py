@@ -10,6 +10,7 @@ from .answers import (
     extract_numbers,
     find_value,
     is_refusal,
+    mentions,
     names_missing,
     supported_by,
     unsupported_numbers,
@@ -110,3 +111,9 @@ def test_unsupported_numbers_exclude_the_question() -> None:
     answer = "The data does not cover 2005; in 1999 the mean was 87.3 mm and about 1,929 m."
     unsupported = unsupported_numbers(answer, "Rain in 2005?", ['{"time": "1999-01", "mean": 87.31}'])
     assert [n.text for n in unsupported] == ["1,929 m"]
+
+
+def test_terms_match_any_spelling_whatever_the_hyphens() -> None:
+    assert mentions("It uses the near-infrared and red bands.", "near infrared|NIR")
+    assert mentions("NIR minus red over NIR plus red", "near infrared|NIR")
+    assert not mentions("It uses the green band.", "near infrared|NIR")
