@@ -323,3 +323,43 @@ async def test_dynamic_selection_offers_the_top_k_tools_per_step(
     mcp_ranked = offered[:2]
     assert "get_raster_statistics" in mcp_ranked, offered
     assert "big_result" not in offered and "delete_collection" not in offered, "only the top 2 MCP tools"
+
+
+@pytest.mark.asyncio
+async def test_grounding_reads_map_acknowledgements_and_earlier_turns_results(orch, model_url) -> None:
+    message = unique("in kilometres and on the map")
+    history = [
+        {"role": "user", "content": "mean elevation of Luxembourg?"},
+        {
+            "role": "assistant",
+            "content": "",
+            "toolCalls": [{"id": "call_earlier", "name": "get_raster_statistics", "arguments": {"collection_id": "x"}}],
+        },
+        {
+            "role": "tool",
+            "toolCallId": "call_earlier",
+            "name": "get_raster_statistics",
+            "content": json.dumps({"mean": 370.5, "units": "m"}),
+        },
+        {"role": "assistant", "content": "370.5 m."},
+    ]
+    await set_rules(
+        model_url,
+        {
+            "name": "zoom",
+            "match": {"last_user": "in kilometres", "step": 0},
+            "tool_calls": [{"name": "zoom_to_location", "arguments": {"lat": 49.61, "lon": 6.13, "zoom": 9}}],
+        },
+        {
+            "name": "answer",
+            "match": {"last_user": "in kilometres", "step": 1},
+            "content": "That is 0.37 km; the map is centred on 49.61, 6.13.",
+        },
+    )
+    events = await run_events(orch.url, {"message": message, "history": history})
+    frontend_call = next(e.payload for e in events if e.name == "frontend_tool")["callId"]
+    numbers = {n.text: n for n in terminal(events).proto.done.grounding.numbers}
+    assert set(numbers) == {"0.37 km", "49.61", "6.13"}
+    assert numbers["0.37 km"].call_id == "call_earlier" and numbers["0.37 km"].match == "converted m->km"
+    assert numbers["49.61"].call_id == frontend_call and numbers["6.13"].tool_name == "zoom_to_location"
+    assert all(n.supported for n in numbers.values())

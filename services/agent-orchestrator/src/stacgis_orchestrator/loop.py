@@ -194,9 +194,18 @@ class AgentRun:
                 tool_calls=self.tool_call_count,
                 finish_reason=finish,
                 duration_ms=int((time.monotonic() - self.started) * 1000),
-                grounding=grounding_proto(check_answer(answer, self.tool_texts, self.run.message)),
+                grounding=grounding_proto(check_answer(answer, self._grounding_sources(), self.run.message)),
             )
         )
+
+    def _grounding_sources(self) -> list[ToolResultText]:
+        """This run's tool results, then those of earlier turns (a follow-up may quote them)."""
+        earlier = [
+            ToolResultText(m.tool_call_id or "", m.name or "", m.content)
+            for m in self.run.history
+            if m.role == "tool" and m.content
+        ]
+        return [*self.tool_texts, *earlier]
 
     def _error(self, code: str, message: str) -> None:
         self.outcome = "error"
@@ -507,6 +516,8 @@ class AgentRun:
                 )
                 metrics.TOOL_CALLS.labels(item.tool.name, "frontend", "ok").inc()
                 results[item.call.id] = f"Done: {item.ui.acknowledgement}"
+                # What the map now shows (e.g. a place resolved to coordinates) is a result too.
+                self.tool_texts.append(ToolResultText(item.call.id, item.tool.name, results[item.call.id]))
                 continue
             self.tool_call_count += 1
             self.sink.emit(
