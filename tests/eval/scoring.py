@@ -162,9 +162,10 @@ def describe_expected(task: Task, expected: Expected) -> str:
         if task.unit is not None and expected.unit is not None:
             target = convert(target, canonical_unit(expected.unit), task.unit) or target
         tol = task.tolerance
-        return (
-            f"{target:.6g} {task.unit or ''} ±{tol.rel:.0%}{f' or {tol.abs:g}' if tol.abs else ''} ({expected.detail})"
+        allowed = " or ".join(
+            part for part in (f"{tol.rel * 100:g} %" if tol.rel else "", f"{tol.abs:g}" if tol.abs else "") if part
         )
+        return f"{target:.6g} {task.unit or ''} ±{allowed or 0} ({expected.detail})"
     if expected.lat is not None:
         return f"{task.expect['name']} near lat {expected.lat:.4f} lon {expected.lon:.4f}"
     if expected.terms:
