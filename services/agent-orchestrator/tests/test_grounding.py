@@ -95,6 +95,15 @@ def test_numbers_in_text_results_and_in_the_question() -> None:
     assert numbers["7 km"].supported and numbers["7 km"].match == "question"  # type: ignore[attr-defined]
 
 
+def test_numbers_of_the_catalogue_the_model_was_given_count_as_given() -> None:
+    catalog = "- landsat-ndvi: Landsat 7 NDVI, Olinda (Brazil)"
+    report = check_answer("Landsat 7 shows 0.41 here.", results(), catalog=catalog)
+    assert [(n.number.text, n.supported, n.match) for n in report.numbers] == [
+        ("7", True, "catalog"),
+        ("0.41", False, ""),
+    ]
+
+
 def test_years_dates_times_list_numbers_and_identifiers_are_not_checked() -> None:
     answer = (
         "1. In 2023 (on 2023-05-01 at 12:30, or 5 June 1999) Sentinel-2 band B04 in EPSG:4326 said:\n"

@@ -333,10 +333,16 @@ def _best(number: FoundNumber, sources: list[SourceNumber]) -> tuple[str, Source
     return (best[1], best[2]) if best else None
 
 
-def check_answer(answer: str, results: list[ToolResultText], question: str = "") -> GroundingReport:
-    """Check every number of `answer` against the run's tool `results` and the user's `question`."""
+def check_answer(answer: str, results: list[ToolResultText], question: str = "", catalog: str = "") -> GroundingReport:
+    """Check every number of `answer` against the run's tool `results`; numbers the user wrote in
+    the `question` and numbers of the `catalog` the model was given (collection titles such as
+    "Landsat 7", time ranges) count as given."""
     sources = source_numbers(results)
-    given = [SourceNumber(n.value, n.unit, "", "") for n in extract_numbers(question, prose=False) if question]
+    given = [
+        (kind, [SourceNumber(n.value, n.unit, "", "") for n in extract_numbers(text, prose=False)])
+        for kind, text in (("question", question), ("catalog", catalog))
+        if text
+    ]
     report = GroundingReport()
     for number in extract_numbers(answer):
         from_tool = _best(number, sources)
@@ -344,9 +350,11 @@ def check_answer(answer: str, results: list[ToolResultText], question: str = "")
             kind, source = from_tool
             report.numbers.append(CheckedNumber(number, True, source.call_id, source.tool_name, source.value, kind))
             continue
-        from_question = _best(number, given)
-        if from_question is not None:
-            report.numbers.append(CheckedNumber(number, True, source_value=from_question[1].value, match="question"))
-            continue
-        report.numbers.append(CheckedNumber(number, False))
+        for kind, numbers in given:
+            found = _best(number, numbers)
+            if found is not None:
+                report.numbers.append(CheckedNumber(number, True, source_value=found[1].value, match=kind))
+                break
+        else:
+            report.numbers.append(CheckedNumber(number, False))
     return report

@@ -128,6 +128,8 @@ class AgentRun:
         self.seen_calls: dict[str, str] = {}
         # Successful tool results of this run, for grounding and the fallback summary.
         self.tool_texts: list[ToolResultText] = []
+        # The catalogue summaries the model was given (numbers there count as given).
+        self.catalog_text = ""
 
     # Entry point.
 
@@ -194,7 +196,9 @@ class AgentRun:
                 tool_calls=self.tool_call_count,
                 finish_reason=finish,
                 duration_ms=int((time.monotonic() - self.started) * 1000),
-                grounding=grounding_proto(check_answer(answer, self._grounding_sources(), self.run.message)),
+                grounding=grounding_proto(
+                    check_answer(answer, self._grounding_sources(), self.run.message, self.catalog_text)
+                ),
             )
         )
 
@@ -278,6 +282,7 @@ class AgentRun:
         )
         # The prefix: only what every run shares. Per-run context follows the history.
         memory.add_system(system_prompt(resources))
+        self.catalog_text = "\n".join(resources.values())
         spatial = self.run.spatial
         context = spatial_context_message(
             spatial.center, spatial.zoom, spatial.selected_feature, spatial.drawn_geometry
