@@ -26,6 +26,19 @@ from .tasks import TASKS_FILE, Task, TaskFileError, load_tasks, select
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_BASES = ("http://127.0.0.1:8080/api/v1", "http://127.0.0.1:8000/api/v1")
 SCRIPTED_MODEL = "scripted"
+# Run errors that say the stack failed, not the model: they make the harness exit 2 whatever the score.
+STACK_ERROR_CODES = frozenset(
+    {
+        "orchestrator_unavailable",
+        "orchestrator_disconnected",
+        "run_lost",
+        "gateway_shutdown",
+        "internal",
+        "tool_pool_unavailable",
+        "model_unavailable",
+        "bad_request",
+    }
+)
 
 
 def say(message: str) -> None:
@@ -131,6 +144,8 @@ async def evaluate(args: argparse.Namespace) -> int:
                 if message.final is None or message.final.name != "done":
                     result.reasons.append(f"setup message did not complete: {message.message!r}")
             scores.append(result)
+            if result.error_code in STACK_ERROR_CODES:
+                stack_errors.append(f"{task.id}: the run ended with error {result.error_code}")
             records.append({"id": task.id, "run": record.to_json(), "setup": [s.to_json() for s in setup]})
             mark = "ok  " if result.passed else "FAIL"
             why = "" if result.passed else f"  ({'; '.join(result.reasons)[:300]})"
