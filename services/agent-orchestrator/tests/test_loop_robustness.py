@@ -21,6 +21,7 @@ from conftest import SERVERS, ToolServer, orchestrator, orchestrator_env
 from orchestrator_helpers import content, model_requests, names, run_events, set_rules, terminal
 
 from stacgis_common.testing import RunningService, free_port, run_service
+from stacgis_orchestrator.llm.ollama import OllamaProvider
 from stacgis_orchestrator.prompts import CONTEXT_HEADER, FORCE_ANSWER, FORCE_ANSWER_AGAIN, SUMMARY_HEADER
 
 FORCED = "Answer my question now"
@@ -363,3 +364,19 @@ async def test_grounding_reads_map_acknowledgements_and_earlier_turns_results(or
     assert numbers["0.37 km"].call_id == "call_earlier" and numbers["0.37 km"].match == "converted m->km"
     assert numbers["49.61"].call_id == frontend_call and numbers["6.13"].tool_name == "zoom_to_location"
     assert all(n.supported for n in numbers.values())
+
+
+@pytest.mark.asyncio
+async def test_the_context_window_is_read_from_api_show(model_server, window_model) -> None:
+    show = httpx.post(model_server.url + "/api/show", json={"model": "scripted"}, timeout=10).json()
+    expected = next(v for k, v in show["model_info"].items() if k.endswith(".context_length"))
+    for url, model, window_size in [
+        (model_server.url, "scripted", expected),
+        (window_model.url, "any-model", 1_000_000),
+        (model_server.url, "no-such-model", None),
+    ]:
+        provider = OllamaProvider(url, 10, 8192, None)
+        try:
+            assert await provider.context_length(model) == window_size, (url, model)
+        finally:
+            await provider.aclose()
