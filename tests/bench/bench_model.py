@@ -170,7 +170,8 @@ def main() -> None:
         print(f"wrote {SNAPSHOT.relative_to(ROOT)}")
     prompt = json.loads(SNAPSHOT.read_text())
 
-    state_dir = Path(tempfile.mkdtemp(prefix="model-states-"))
+    state_folder = tempfile.TemporaryDirectory(prefix="model-states-")
+    state_dir = Path(state_folder.name)
     env = {"MODEL_SERVER_STATE_DIR": str(state_dir), "MODEL_SERVER_PRELOAD": "true"}
     if args.threads is not None:
         env["MODEL_SERVER_LLAMA_THREADS"] = str(args.threads)
@@ -199,6 +200,7 @@ def main() -> None:
         rows.append(("after restart", ask(server.url, prompt, QUESTIONS[0]), rss_mb(server.process.pid)))
         print(rows[-1])
 
+    state_folder.cleanup()
     warm = [r for phase, r, _ in rows if phase == "warm"]
     summary = [
         f"- prompt (system + {len(prompt['tools'])} tools + question): {rows[0][1]['prompt_tokens']} tokens",

@@ -124,7 +124,7 @@ def test_missing_llama_cpp_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
         lambda name, *a: None if name == "llama_cpp" else real_find_spec(name, *a),
     )
 
-    problem = llama_backend.real_backend_problem(None)
+    problem = llama_backend.real_backend_problem(Path("/nonexistent/model.gguf"))
 
     assert problem is not None and "llama-cpp-python" in problem
 
@@ -138,10 +138,25 @@ def test_missing_gguf_is_named(tmp_path: Path) -> None:
     assert problem is not None and "none.gguf" in problem
 
 
-def test_chatml_prompt_lists_tools_and_writes_calls_back() -> None:
-    tools = ({"type": "function", "function": {"name": "zoom", "parameters": {"type": "object"}}},)
-    prompt = llama_backend.chatml_prompt(tuple(conversation()), tools)
+def test_the_gguf_template_puts_system_and_tools_first_and_writes_calls_back() -> None:
+    from stacgis_model_server.model_file import DEFAULT_MODEL_PATH
 
-    assert "functions.zoom:" in prompt and prompt.endswith("<|im_start|>assistant\n")
-    assert 'functions.search_vector_features:\n{"q": "Esch"}' in prompt
-    assert "<|im_start|>tool\n" + RESULT in prompt
+    if importlib.util.find_spec("llama_cpp") is None or not DEFAULT_MODEL_PATH.is_file():
+        pytest.skip(f"llama-cpp-python or {DEFAULT_MODEL_PATH} missing (make setup installs both)")
+    from llama_cpp import Llama
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    template = Llama(model_path=str(DEFAULT_MODEL_PATH), vocab_only=True, verbose=False).metadata[
+        "tokenizer.chat_template"
+    ]
+    tools = [{"type": "function", "function": {"name": "zoom", "parameters": {"type": "object"}}}]
+    messages = llama_backend.template_messages(tuple(conversation()))
+    prompt = Jinja2ChatFormatter(template, eos_token="", bos_token="")(messages=messages, tools=tools).prompt
+
+    # The first block is the system message and the tools, and nothing else.
+    first_block = prompt.split("<|im_end|>")[0]
+    assert first_block.startswith("<|im_start|>system\nMemories:\n- likes hillshade")
+    assert '"name": "zoom"' in first_block and "Find Esch" not in first_block
+    assert '<tool_call>\n{"name": "search_vector_features", "arguments": {"q": "Esch"}}\n</tool_call>' in prompt
+    assert "<tool_response>\n" + RESULT + "\n</tool_response>" in prompt
+    assert prompt.endswith("<|im_start|>assistant\n")

@@ -37,10 +37,11 @@ class ModelServerSettings(ServiceSettings):
     # Real back end (Qwen2.5-Coder-1.5B-Instruct through llama-cpp-python).
     real_model: str = "qwen2.5-coder:1.5b"
     gguf_path: Path = DEFAULT_MODEL_PATH
-    # Generation threads: on a shared 2-core machine 2 threads collapse (each token waits for the
-    # slower core), 1 keeps its pace. Prompt reading is one large batch and does gain from 2.
+    # Measured on the shared 2-core machine (docs/benchmarks/model.md): 2 generation threads
+    # collapse to about 1 token/s (each token waits for the busier core), 1 thread keeps 6-13;
+    # prompt reading with 1 thread was about twice as fast as with 2 (26-35 against 14-18 tokens/s).
     llama_threads: int = Field(default=1, ge=1)
-    llama_threads_batch: int = Field(default=2, ge=1)
+    llama_threads_batch: int = Field(default=1, ge=1)
     # The product's system prompt with every tool is about 5,500 tokens.
     llama_context: int = Field(default=16384, ge=256)
     # num_predict is clamped to this, so no request holds the single worker for long.
