@@ -175,6 +175,12 @@ def system_text(request: dict[str, Any]) -> str:
     return "\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "system")
 
 
+def context_text(request: dict[str, Any]) -> str:
+    """The user-role messages of a recorded chat request, joined: the run's context message is one of them."""
+    messages = request["body"].get("messages", [])
+    return "\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "user")
+
+
 def user_text(request: dict[str, Any]) -> str:
     messages = request["body"].get("messages", [])
     users = [str(m.get("content") or "") for m in messages if m.get("role") == "user"]

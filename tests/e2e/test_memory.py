@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from .client import ScriptedModel, chat_users, system_text, wait_until
+from .client import ScriptedModel, chat_users, context_text, system_text, wait_until
 from .conftest import require
 
 
@@ -49,7 +49,8 @@ async def test_a_memory_reaches_the_users_next_session_and_no_one_else(scripted:
         assert saved.tools("tool_start")[0]["arguments"]["content"] == fact
         assert not saved.of("tool_error"), saved.describe()
 
-        # A new session of the same browser: the memory is in the model's input from the first step.
+        # A new session of the same browser: the memory is in the model's input from the first step, in the
+        # run's context message after the cached prompt prefix (never in the shared system prompt).
         later = await alice.chat(f"[{tag}-ask-alice] Which units do I prefer for distances?")
         later.done()
         assert later.session_id != saved.session_id
@@ -59,9 +60,9 @@ async def test_a_memory_reaches_the_users_next_session_and_no_one_else(scripted:
 
         await wait_until(alice_request_recorded, "the model server's record of the second session", 10)
         first_step = (await scripted.requests(f"{tag}-ask-alice"))[0]
-        assert fact in system_text(first_step), (
-            f"the memory is not in the model's system messages:\n{system_text(first_step)[:2000]}"
-        )
+        context = context_text(first_step)
+        assert fact in context, f"the memory is not in the run's context message:\n{context[:2000]}"
+        assert fact not in system_text(first_step), "a user's memory must not enter the shared prompt prefix"
 
         # Another browser (another anonymous user) asking the same never sees it.
         other = await bob.chat(f"[{tag}-ask-bob] Which units do I prefer for distances?")
