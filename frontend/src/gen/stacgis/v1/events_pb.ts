@@ -261,7 +261,8 @@ export type ToolError = Message<"stacgis.v1.ToolError"> & {
 
   /**
    * Machine-readable: "invalid_arguments", "unknown_tool", "tool_failed", "timeout",
-   * "unavailable" (server down or its circuit open), "rejected", "approval_timeout".
+   * "unavailable" (server down or its circuit open), "rejected", "approval_timeout",
+   * "repeated_call" (the same tool with the same arguments again in one run: not run twice).
    *
    * @generated from field: string kind = 5;
    */
@@ -527,7 +528,7 @@ export type GroundedNumber = Message<"stacgis.v1.GroundedNumber"> & {
   supported: boolean;
 
   /**
-   * The tool call whose result holds the value (empty when unsupported).
+   * The tool call whose result holds the value (empty when unsupported, or given by the question or catalog).
    *
    * @generated from field: string call_id = 7;
    */
@@ -539,7 +540,8 @@ export type GroundedNumber = Message<"stacgis.v1.GroundedNumber"> & {
   toolName: string;
 
   /**
-   * The value in the tool result it was matched to, and how ("exact", "rounded", "converted km->m").
+   * The value it was matched to, and how: "exact", "rounded", "converted km->m" and the like; "question"
+   * (the user wrote it) or "catalog" (in the collection listing the model was given).
    *
    * @generated from field: double source_value = 9;
    */
