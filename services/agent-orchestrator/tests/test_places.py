@@ -22,6 +22,7 @@ CACHE = REPO_ROOT / ".local" / "cache"
 DATA = REPO_ROOT / ".local" / "data"
 # A small square in central Luxembourg, inside the Luxembourg elevation model.
 SQUARE = {"type": "Polygon", "coordinates": [[[6.0, 49.6], [6.2, 49.6], [6.2, 49.8], [6.0, 49.8], [6.0, 49.6]]]}
+MARKER = {"type": "Point", "coordinates": [6.1, 49.7]}
 
 
 @pytest.fixture(scope="module")
@@ -225,6 +226,12 @@ async def test_the_drawn_area_is_passed_as_geometry_and_its_centre_to_the_map(
             {"collection_id": "luxembourg-dem", "place": "drawn area"},
             {"spatialContext": {"drawnGeometry": SQUARE}},
             "needs a point",
+        ),
+        (
+            "get_raster_statistics",
+            {"collection_id": "luxembourg-dem", "place": "selection"},
+            {"spatialContext": {"selectedFeature": {"type": "Feature", "properties": {}, "geometry": MARKER}}},
+            "needs an area",
         ),
     ],
 )

@@ -112,7 +112,7 @@ def _user_place_arguments(
         return {**rest, "geometry": geometry}
     if kind == "Point" and "lon" in properties and "lat" in properties:
         return {**rest, "lon": bounds[0], "lat": bounds[1]}
-    if "bbox" in properties:
+    if "bbox" in properties and kind != "Point":
         return {**rest, "bbox": list(bounds)}
     needs = "a point (a city or a marker)" if "lon" in properties else "an area (a polygon)"
     raise PlaceError(f"place: {label} is a {kind}, but {tool.name} needs {needs}")
