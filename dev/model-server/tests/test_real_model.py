@@ -352,3 +352,26 @@ def test_bad_setting_fails_at_start_naming_the_variable() -> None:
         run_service("stacgis_model_server", env, port, timeout=30),
     ):
         pass
+
+
+@needs_model
+def test_a_bad_saved_state_is_dropped_and_the_server_still_serves(tmp_path: Path) -> None:
+    import numpy as np
+
+    state_dir = tmp_path / "states"
+    state_dir.mkdir()
+    key = f"{DEFAULT_MODEL_PATH.stem}-{DEFAULT_MODEL_PATH.stat().st_size}-ctx{CONTEXT}"
+    bad = state_dir / f"{key}.1.npz"
+    np.savez(bad, tokens=np.arange(10, dtype=np.int32), state=np.zeros(100, dtype=np.uint8))
+    port = free_port()
+    with run_service("stacgis_model_server", real_env(port, state_dir), port) as service:
+        response = httpx.post(
+            f"{service.url}/api/chat",
+            json={"model": REAL, "stream": False, "messages": [user("Say OK.")], "options": {"num_predict": 4}},
+            timeout=300,
+        )
+        logs = service.logs()
+
+    assert response.status_code == 200 and response.json()["eval_count"] >= 1, response.text
+    assert "cannot restore the prompt cache" in logs
+    assert not bad.exists()

@@ -78,6 +78,9 @@ class StateStore:
             except Exception as error:
                 log.warning("cannot restore the prompt cache from %s: %s", path.name, error)
                 path.unlink(missing_ok=True)
+                # A half-applied state must not be mistaken for a cache: start empty.
+                llama._ctx.kv_cache_clear()
+                llama.reset()
                 continue
             llama.input_ids[: len(tokens)] = tokens
             llama.n_tokens = len(tokens)
