@@ -51,7 +51,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--tasks", default="all", help="comma list of task ids, kinds or tags (e.g. smoke, refusal)")
     parser.add_argument("--tasks-file", type=Path, default=TASKS_FILE)
     parser.add_argument("--model-label", help="model name for the report (default: what /info reports)")
-    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per task (all its messages)")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per task (all its messages)")
     parser.add_argument(
         "--scripted",
         default="auto",
