@@ -57,7 +57,9 @@ if [ -d tests/eval ]; then
       run "eval smoke ($EVAL_MODEL)" $PY -m tests.eval --tasks smoke --scripted off --timeout 420 \
         --results .local/eval/smoke.json --report .local/eval/smoke.md
     else
-      printf '\n===== eval smoke: SKIPPED, the local model server does not serve %s\n' "$EVAL_MODEL"
+      # make setup always installs the embedded model: not serving it is a broken setup, not a skip.
+      printf '\n===== eval smoke: FAILED, the local model server does not serve %s\n' "$EVAL_MODEL"
+      failed+=("eval smoke: $EVAL_MODEL not served")
     fi
   else
     failed+=("make up ($EVAL_MODEL)")

@@ -74,13 +74,15 @@ def tools_called(record: RunRecord) -> list[str]:
 
 
 def repeated_calls(record: RunRecord) -> int:
-    """Calls identical (tool and arguments) to the call just before them: a loop."""
+    """Attempts to repeat a call: ones the orchestrator refused as repeats (it never runs them twice),
+    plus calls identical (tool and arguments) to the call just before them that did run."""
     calls = [
         (e.payload.get("toolName"), json.dumps(e.payload.get("arguments", {}), sort_keys=True))
         for e in record.events
         if e.name == "tool_start"
     ]
-    return sum(1 for before, after in itertools.pairwise(calls) if before == after)
+    refused = sum(1 for p in record.of("tool_error") if p.get("kind") == "repeated_call")
+    return refused + sum(1 for before, after in itertools.pairwise(calls) if before == after)
 
 
 def tool_texts(record: RunRecord) -> list[str]:

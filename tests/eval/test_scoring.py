@@ -159,6 +159,12 @@ def test_repeated_identical_calls_are_counted() -> None:
     assert repeated_calls(run(*calls)) == 2
 
 
+def test_repeats_refused_by_the_orchestrator_are_counted() -> None:
+    refused = ("tool_error", {"callId": "c9", "toolName": "compute_zonal_stats", "kind": "repeated_call"})
+    assert repeated_calls(run(*zonal_call(), refused)) == 1
+    assert repeated_calls(run(*zonal_call())) == 0
+
+
 def map_task() -> Task:
     return task(
         id="zoom-nairobi",
