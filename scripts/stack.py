@@ -56,6 +56,9 @@ LOCAL_MODEL_SETTINGS = {
     "ORCHESTRATOR_LLM_MAX_OUTPUT_TOKENS": "1024",
     # Greedy decoding: a 1.5B model chooses tools best without sampling noise.
     "ORCHESTRATOR_LLM_TEMPERATURE": "0",
+    # A cold prompt (system prompt and every tool, no saved state yet) is read for 3-6 minutes on
+    # 2 cores before the first token: silence that long is the model working, not a dead server.
+    "ORCHESTRATOR_LLM_TIMEOUT_SECONDS": "600",
 }
 # Set by choose_llm(), on top of deploy/local/stack.env.
 LLM_VARIABLES = ("ORCHESTRATOR_LLM_BASE_URL", "ORCHESTRATOR_LLM_MODEL", "GATEWAY_MODEL_LABEL", "GATEWAY_PROVIDER_LABEL")
@@ -171,9 +174,9 @@ def choose_llm(env: dict[str, str]) -> None:
             model = chosen_model or LOCAL_LLM_MODEL
             provider = "stacgis model server"
             check_local_model(base_url, model)
-            if model == LOCAL_LLM_MODEL:
-                for name, value in LOCAL_MODEL_SETTINGS.items():
-                    env[name] = os.environ.get(name, value)
+            # Also for the scripted model: runs that ask for the embedded one (options.model) must fit too.
+            for name, value in LOCAL_MODEL_SETTINGS.items():
+                env[name] = os.environ.get(name, value)
     env["ORCHESTRATOR_LLM_BASE_URL"] = base_url
     env["ORCHESTRATOR_LLM_MODEL"] = model
     env.setdefault("GATEWAY_MODEL_LABEL", model)

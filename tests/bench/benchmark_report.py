@@ -23,6 +23,7 @@ BENCHES = [
     ("raster", "raster-tools: overview statistics and tiles", "benchmarks/raster.md"),
     ("vector_index", "pgvector: HNSW against exact scan", "benchmarks/pgvector.md"),
     ("tool_selection", "Dynamic tool selection", "benchmarks/tool-selection.md"),
+    ("model", "The embedded model: cold, warm and restarted", "benchmarks/model.md"),
 ]
 PACKAGES = [
     "fastapi",

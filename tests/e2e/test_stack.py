@@ -130,6 +130,6 @@ async def test_make_up_takes_ollama_when_it_answers_and_the_local_model_server_o
     without: dict[str, str] = {}
     stack.choose_llm(without)
     assert without["ORCHESTRATOR_LLM_BASE_URL"] == "http://127.0.0.1:11434"
-    assert without["ORCHESTRATOR_LLM_MODEL"] == without["GATEWAY_MODEL_LABEL"] == "smollm2:135m"
+    assert without["ORCHESTRATOR_LLM_MODEL"] == without["GATEWAY_MODEL_LABEL"] == stack.LOCAL_LLM_MODEL
     assert without["GATEWAY_PROVIDER_LABEL"] == "stacgis model server"
     assert "does not answer: using the local model server" in capsys.readouterr().out

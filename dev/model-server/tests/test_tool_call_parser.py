@@ -89,3 +89,14 @@ def test_pieces_of_any_size_give_the_same_result() -> None:
     for shown, calls in results.values():
         assert "".join(shown).strip() == "Sure."
         assert calls == [("zoom_to_location", {"location": "Rome"})]
+
+
+def test_a_call_inside_the_templates_tools_tag_counts_only_for_offered_tools() -> None:
+    # Seen from the embedded model: the tag its chat template puts around the tool list, echoed back.
+    call = {"name": "get_weather", "arguments": {"city": "Nairobi"}}
+    shown, calls = split_tool_calls(f"<tools>\n{json.dumps(call)}\n</tools>", NAMES)
+    assert shown.strip() == "" and [(c.name, c.arguments) for c in calls] == [("get_weather", {"city": "Nairobi"})]
+    unknown = '<tools>{"name": "drop_tables", "arguments": {}}</tools>'
+    shown, calls = split_tool_calls(unknown, NAMES)
+    assert shown == unknown and calls == []
+    assert feed_in_pieces(f"<tools>{json.dumps(call)}</tools>", 3)[1] == [("get_weather", {"city": "Nairobi"})]

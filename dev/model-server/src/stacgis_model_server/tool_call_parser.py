@@ -1,7 +1,8 @@
 """Tool calls in the text a Qwen-style model writes, found while it streams.
 
 Qwen2.5 writes ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``; with long prompts it
-often writes the same object in a ```` ```json ```` fence instead. Text outside calls is streamed at
+often writes the same object in a ```` ```json ```` fence instead, and sometimes inside
+``<tools>...</tools>``, the tag its chat template wraps the tool list in. Text outside calls is streamed at
 once, except a tail that may be the start of a call, which is held until it is clear. A block that
 does not hold a valid call (malformed JSON, a fence with ordinary code) goes out as text: a model's
 mistake is never a crash.
@@ -19,7 +20,10 @@ from .conversation import ToolCall
 TAG_OPEN = "<tool_call>"
 TAG_CLOSE = "</tool_call>"
 FENCE = "```"
-OPENERS = (TAG_OPEN, FENCE)
+# Each opener and its closer. Only <tool_call> is an explicit call; the others may hold ordinary
+# text, so they count only when they hold calls of offered tools.
+CLOSERS = {TAG_OPEN: TAG_CLOSE, "<tools>": "</tools>", FENCE: FENCE}
+OPENERS = tuple(CLOSERS)
 
 
 def _held_tail(text: str) -> int:
@@ -103,7 +107,7 @@ class ToolCallStream:
                 shown.append(self._buffer[:index])
                 self._buffer = self._buffer[index:]
                 self._opener = opener
-            closer = TAG_CLOSE if self._opener == TAG_OPEN else FENCE
+            closer = CLOSERS[self._opener]
             end = self._buffer.find(closer, len(self._opener))
             if end < 0:
                 break
@@ -123,9 +127,8 @@ class ToolCallStream:
 
     def _close_block(self, block: str, opener: str, closer: str) -> str:
         body = block[len(opener) : len(block) - len(closer)]
-        names = None
+        names = None if opener == TAG_OPEN else self.tool_names
         if opener == FENCE:
-            names = self.tool_names
             # Drop the fence's language line (```json).
             first, _, remainder = body.partition("\n")
             if first.strip() and not first.strip().startswith(("{", "[")):
