@@ -64,8 +64,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--results", type=Path, help="JSON result file (default .local/eval/results-<time>.json)")
     parser.add_argument("--report", type=Path, default=ROOT / "docs" / "eval.md", help="Markdown report to update")
     parser.add_argument("--no-report", action="store_true", help="write the JSON result only")
-    parser.add_argument("--min-solvable", type=float, help="fail (exit 1) below this % of solvable tasks right")
-    parser.add_argument("--min-refusals", type=float, help="fail (exit 1) below this % of due refusals")
+    parser.add_argument("--min-solvable", type=float, help="fail (exit 1) below this %% of solvable tasks right")
+    parser.add_argument("--min-refusals", type=float, help="fail (exit 1) below this %% of due refusals")
     parser.add_argument("--list", action="store_true", help="list the selected tasks and exit")
     return parser.parse_args(argv)
 
