@@ -124,7 +124,7 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
 
     @server.tool(
         annotations=READ_ONLY,
-        description="Use for an area's summary (mean, min, max) of a raster: pass place, e.g. 'Luxembourg'.",
+        description="Use for a whole area's mean, min and max, e.g. 'mean elevation of Peru' (place: 'Peru').",
     )
     async def get_raster_statistics(
         collection_id: CollectionId,
@@ -139,7 +139,10 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
             service.statistics(collection_id, bbox, geometry, datetime, band, token, place=place),
         )
 
-    @server.tool(annotations=READ_ONLY, description="Use for one value of one collection at one spot, e.g. a city.")
+    @server.tool(
+        annotations=READ_ONLY,
+        description="Use for a value at one point, e.g. 'temperature at 35.6 N, 83.5 W' or at a city.",
+    )
     async def query_raster_point(
         collection_id: CollectionId,
         place: PointPlace = None,
@@ -153,7 +156,7 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
 
     @server.tool(
         annotations=READ_ONLY,
-        description="Use for several collections at one spot, e.g. elevation and land cover of a city.",
+        description="Use for two or more collections at one point, e.g. 'land cover and elevation at a spot'.",
     )
     async def query_multiple_rasters_point(
         collection_ids: Annotated[list[str], Field(description="Collection ids")],
@@ -167,7 +170,7 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
         )
 
     @server.tool(
-        annotations=READ_ONLY, description="Use for the same spot over time: one value per date, e.g. monthly."
+        annotations=READ_ONLY, description="Use for one point's values through time, e.g. 'monthly rainfall at Denver'."
     )
     async def get_timeseries(
         collection_id: CollectionId,
@@ -185,8 +188,7 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
 
     @server.tool(
         annotations=READ_ONLY,
-        description="Use for exact statistics inside a polygon you have (GeoJSON); for a named place it equals "
-        "get_raster_statistics.",
+        description="Use for statistics inside a GeoJSON polygon you already have.",
     )
     async def compute_zonal_stats(
         collection_id: CollectionId,
@@ -201,7 +203,9 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
 
     @server.tool(
         annotations=READ_ONLY,
-        description="Use for comparing two periods of one area (change between dates), e.g. January vs July.",
+        description=(
+            "Use for comparing two dates or periods over an area, e.g. 'how rainfall changed from May to June'."
+        ),
     )
     async def detect_change(
         collection_id: CollectionId,
