@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 
 INSTRUCTIONS = (
     "Raster data from a STAC catalog: elevation models, satellite imagery and NDVI, land cover, "
-    "climate time series and global grids. Name places (`place: \"Nairobi\"`, `place: \"Luxembourg\"`) "
+    'climate time series and global grids. Name places (`place: "Nairobi"`, `place: "Luxembourg"`) '
     "rather than typing coordinates: vector-tools resolves them, countries to their boundaries."
 )
 
