@@ -100,3 +100,17 @@ def test_a_call_inside_the_templates_tools_tag_counts_only_for_offered_tools() -
     shown, calls = split_tool_calls(unknown, NAMES)
     assert shown == unknown and calls == []
     assert feed_in_pieces(f"<tools>{json.dumps(call)}</tools>", 3)[1] == [("get_weather", {"city": "Nairobi"})]
+
+
+def test_a_fence_of_bare_arguments_after_text_naming_one_tool_is_that_call() -> None:
+    # Seen from the embedded model with the product's long prompt.
+    arguments = {"city": "Lima", "days": 1}
+    text = f"I'll use the `get_weather` function with these arguments:\n```json\n{json.dumps(arguments)}\n```"
+    shown, calls = split_tool_calls(text, NAMES)
+    assert [(c.name, c.arguments) for c in calls] == [("get_weather", arguments)]
+    assert "```" not in shown
+    assert feed_in_pieces(text, 5)[1] == [("get_weather", arguments)]
+    # Two tools named, or none: the fence stays text rather than a guess.
+    for lead in ("Use get_weather or zoom_to_location:", "Here is some JSON:"):
+        ambiguous = f"{lead}\n```json\n{json.dumps(arguments)}\n```"
+        assert split_tool_calls(ambiguous, NAMES) == (ambiguous, [])

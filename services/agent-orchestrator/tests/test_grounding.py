@@ -104,6 +104,17 @@ def test_numbers_of_the_catalogue_the_model_was_given_count_as_given() -> None:
     ]
 
 
+def test_a_coordinate_does_not_support_a_length() -> None:
+    # Seen with the embedded model: a point outside the collection, and the longitude reported as the elevation.
+    outside = {"place": {"name": "Nairobi", "point": [36.81667, -1.28333]}, "lon": 36.81667, "lat": -1.28333}
+    sources = [ToolResultText("call_pt", "query_raster_point", json.dumps(outside))]
+    checked = check_answer("The elevation of Nairobi is 36.81667 meters.", sources).numbers
+    assert [(c.number.text, c.supported) for c in checked] == [("36.81667 meters", False)]
+    # Written as a coordinate (bare or in degrees) it is still supported by the same value.
+    checked = check_answer("Nairobi lies at longitude 36.81667, latitude -1.28333°.", sources).numbers
+    assert [c.supported for c in checked] == [True, True]
+
+
 def test_years_dates_times_list_numbers_and_identifiers_are_not_checked() -> None:
     answer = (
         "1. In 2023 (on 2023-05-01 at 12:30, or 5 June 1999) Sentinel-2 band B04 in EPSG:4326 said:\n"

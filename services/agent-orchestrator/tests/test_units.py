@@ -76,6 +76,8 @@ def test_json_looking_answers_are_held_until_the_end() -> None:
         '[TOOL_CALLS] [{"name": "list_raster_collections", "arguments": {}}]',
         '{"function": {"name": "list_raster_collections", "arguments": "{}"}}',
         '[{"name": "list_raster_collections", "parameters": {}}]',
+        # Doubled braces, as the embedded model wrote a zoom_to_location call.
+        '{{"name": "list_raster_collections", "arguments": {"bbox": [1, 2, 3, 4]}}}',
     ],
 )
 def test_other_text_tool_call_dialects_are_understood(text: str) -> None:

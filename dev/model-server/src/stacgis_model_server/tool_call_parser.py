@@ -11,6 +11,7 @@ mistake is never a crash.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +25,7 @@ FENCE = "```"
 # text, so they count only when they hold calls of offered tools.
 CLOSERS = {TAG_OPEN: TAG_CLOSE, "<tools>": "</tools>", FENCE: FENCE}
 OPENERS = tuple(CLOSERS)
+RECENT_CHARS = 400
 
 
 def _held_tail(text: str) -> int:
@@ -90,6 +92,9 @@ class ToolCallStream:
     calls: list[ToolCall] = field(default_factory=list)
     _buffer: str = ""
     _opener: str | None = None
+    # The text shown just before the current block: a fence of bare arguments may follow a sentence
+    # that names the tool ("I'll use `get_raster_statistics` with these arguments: ```json {...}```").
+    _recent: str = ""
 
     def feed(self, text: str) -> str:
         self._buffer += text
@@ -100,11 +105,11 @@ class ToolCallStream:
                 if not starts:
                     keep = _held_tail(self._buffer)
                     cut = len(self._buffer) - keep
-                    shown.append(self._buffer[:cut])
+                    self._show(shown, self._buffer[:cut])
                     self._buffer = self._buffer[cut:]
                     break
                 index, opener = min(starts)
-                shown.append(self._buffer[:index])
+                self._show(shown, self._buffer[:index])
                 self._buffer = self._buffer[index:]
                 self._opener = opener
             closer = CLOSERS[self._opener]
@@ -113,9 +118,14 @@ class ToolCallStream:
                 break
             block = self._buffer[: end + len(closer)]
             self._buffer = self._buffer[end + len(closer) :]
-            shown.append(self._close_block(block, self._opener, closer))
+            self._show(shown, self._close_block(block, self._opener, closer))
             self._opener = None
         return "".join(shown)
+
+    def _show(self, shown: list[str], text: str) -> None:
+        if text:
+            shown.append(text)
+            self._recent = (self._recent + text)[-RECENT_CHARS:]
 
     def finish(self) -> str:
         """End of generation: an unclosed block still counts when it holds a whole call."""
@@ -134,10 +144,27 @@ class ToolCallStream:
             if first.strip() and not first.strip().startswith(("{", "[")):
                 body = remainder
         found = parse_calls(body, names)
+        if found is None and opener == FENCE:
+            found = self._bare_arguments(body)
         if found is None:
             return block
         self.calls.extend(found)
         return ""
+
+    def _bare_arguments(self, body: str) -> list[ToolCall] | None:
+        """A fenced object of arguments alone, after text naming exactly one offered tool."""
+        if not self.tool_names:
+            return None
+        try:
+            arguments = json.loads(body.strip(), strict=False)
+        except (ValueError, RecursionError):
+            return None
+        if not isinstance(arguments, dict) or not arguments or "name" in arguments:
+            return None
+        named = {name for name in self.tool_names if re.search(rf"\b{re.escape(name)}\b", self._recent)}
+        if len(named) != 1:
+            return None
+        return [ToolCall(name=named.pop(), arguments=arguments)]
 
 
 def split_tool_calls(text: str, tool_names: Collection[str] | None = None) -> tuple[str, list[ToolCall]]:

@@ -78,6 +78,12 @@ KEY_SUFFIX_UNITS = {
     "deg": "°",
 }
 UNIT_KEYS = ("units", "unit", "unit_of_measurement")
+# Values under these keys are WGS 84 degrees: a coordinate never supports "36.8 m" (a small model
+# readily reports the longitude it was given as the elevation it was asked for).
+COORDINATE_KEYS = frozenset(
+    {"lon", "lat", "longitude", "latitude", "point", "bbox", "coordinates", "center", "centre", "extent", "bounds"}
+    | {"west", "south", "east", "north", "min_lon", "min_lat", "max_lon", "max_lat"}
+)
 
 _unit_alternatives = sorted(UNITS, key=len, reverse=True)
 _UNIT = "|".join(re.escape(u) for u in _unit_alternatives)
@@ -229,6 +235,8 @@ def extract_numbers(text: str, *, prose: bool = True) -> list[FoundNumber]:
 
 def _key_unit(key: str) -> str:
     lowered = key.lower()
+    if lowered in COORDINATE_KEYS:
+        return "°"
     if lowered in KEY_SUFFIX_UNITS and lowered not in ("m", "k", "c"):
         return KEY_SUFFIX_UNITS[lowered]
     for separator in ("_", "-"):

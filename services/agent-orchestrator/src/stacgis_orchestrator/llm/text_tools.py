@@ -26,7 +26,14 @@ def _load(text: str) -> Any:
     try:
         return json.loads(text)
     except ValueError:
-        return None
+        pass
+    if text.startswith("{{") and text.endswith("}}"):
+        # Small models copy template syntax and double the braces around a call.
+        try:
+            return json.loads(text[1:-1])
+        except ValueError:
+            return None
+    return None
 
 
 def _one(item: Any, known: set[str] | None) -> ToolCall | None:
