@@ -34,6 +34,9 @@ MODEL_PORT = int(os.environ.get("STACGIS_MODEL_SERVER_PORT", "11434"))
 PG_USER = PG_PASSWORD = PG_DB = "stacgis"
 OS_USER = "pgserver"
 PYTHON = ROOT / ".venv" / "bin" / "python"
+# The local stack runs with the public development secrets, which every service refuses unless this
+# switch is on (a cluster never sets it). Every process started from here inherits it.
+os.environ.setdefault("STACGIS_ALLOW_DEV_SECRETS", "1")
 
 
 def say(message: str) -> None:

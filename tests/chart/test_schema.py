@@ -38,6 +38,11 @@ BAD_VALUES: dict[str, tuple[dict[str, Any], str]] = {
     "unknown log level": ({"logLevel": "verbose"}, "logLevel"),
     "network peer with unknown selector": ({"networkPolicy": {"dnsPeers": [{"nodeSelector": {}}]}}, "nodeSelector"),
     "embedding dimension zero": ({"embeddings": {"dimension": 0}}, "dimension"),
+    "short internal token secret": ({"secrets": {"internalTokenSecret": "hunter2"}}, "internalTokenSecret"),
+    "development cookie secret": (
+        {"secrets": {"cookieSecret": "stacgis-dev-only-cookie-secret-change-me"}},
+        "cookieSecret",
+    ),
 }
 
 

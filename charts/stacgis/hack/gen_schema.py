@@ -147,7 +147,24 @@ OVERRIDES: dict[str, Schema] = {
 }
 
 # Path patterns -> keywords merged into the inferred schema.
+# Empty (the chart generates one) or a real key: never short, never the public development value.
+SECRET = {
+    "anyOf": [
+        {"const": ""},
+        {
+            "minLength": 32,
+            "not": {
+                "enum": [
+                    "stacgis-dev-only-internal-token-secret-change-me",
+                    "stacgis-dev-only-cookie-secret-change-me",
+                ]
+            },
+        },
+    ]
+}
 CONSTRAINTS: dict[str, Schema] = {
+    "secrets.internalTokenSecret": SECRET,
+    "secrets.cookieSecret": SECRET,
     "logLevel": {"enum": ["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]},
     "image.pullPolicy": {"enum": ["Always", "IfNotPresent", "Never"]},
     "*.image.pullPolicy": {"enum": ["", "Always", "IfNotPresent", "Never"]},

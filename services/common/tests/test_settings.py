@@ -4,7 +4,7 @@ import sys
 import pytest
 from pydantic_settings import SettingsConfigDict
 
-from stacgis_common.settings import ServiceSettings, SettingsError, load_settings
+from stacgis_common.settings import DEV_TOKEN_SECRET, MIN_SECRET_CHARS, ServiceSettings, SettingsError, load_settings
 
 
 class DemoSettings(ServiceSettings):
@@ -44,3 +44,16 @@ def test_service_refuses_to_start_with_bad_setting() -> None:
     assert process.returncode != 0
     assert process.stderr.count("invalid setting TOY_PORT") == 1
     assert "Traceback" not in process.stderr
+
+
+def test_real_secrets_are_accepted_and_the_switch_lets_development_ones_through(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("STACGIS_ALLOW_DEV_SECRETS", raising=False)
+    monkeypatch.setenv("DEMO_INTERNAL_TOKEN_SECRET", "r" * MIN_SECRET_CHARS)
+    assert load_settings(DemoSettings).allow_dev_secrets is False
+    monkeypatch.delenv("DEMO_INTERNAL_TOKEN_SECRET")
+    with pytest.raises(SettingsError, match="DEMO_INTERNAL_TOKEN_SECRET"):
+        load_settings(DemoSettings)
+    monkeypatch.setenv("STACGIS_ALLOW_DEV_SECRETS", "1")
+    assert load_settings(DemoSettings).internal_token_secret.get_secret_value() == DEV_TOKEN_SECRET

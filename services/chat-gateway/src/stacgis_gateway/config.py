@@ -6,10 +6,10 @@ import ipaddress
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationInfo, field_validator, model_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
-from stacgis_common.settings import ServiceSettings
+from stacgis_common.settings import ServiceSettings, check_secret
 
 # Only for local development; deployments supply their own (the chart generates one).
 DEV_COOKIE_SECRET = "stacgis-dev-only-cookie-secret-change-me"
@@ -96,6 +96,11 @@ class GatewaySettings(ServiceSettings):
     @classmethod
     def _lists(cls, value: Any) -> Any:
         return _split_list(value)
+
+    @field_validator("cookie_secret")
+    @classmethod
+    def _no_development_cookie_secret(cls, value: SecretStr, info: ValidationInfo) -> SecretStr:
+        return check_secret(value, (DEV_COOKIE_SECRET,), info)
 
     @field_validator("trusted_proxies")
     @classmethod

@@ -5,12 +5,31 @@ from __future__ import annotations
 import re
 from typing import Literal, TypeVar
 
-from pydantic import Field, SecretStr, ValidationError
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from pydantic_settings import SettingsError as SourceError
 
 # Only for local development: the chart always supplies a generated secret.
 DEV_TOKEN_SECRET = "stacgis-dev-only-internal-token-secret-change-me"
+# Shorter HMAC keys are guessable; the chart generates 40 characters.
+MIN_SECRET_CHARS = 32
+# The one switch, shared by every service, that lets the public development secrets through.
+ALLOW_DEV_SECRETS_VARIABLE = "STACGIS_ALLOW_DEV_SECRETS"
+
+
+def check_secret(value: SecretStr, development_values: tuple[str, ...], info: ValidationInfo) -> SecretStr:
+    """Refuse a public development secret or a short one, unless the development switch is on."""
+    if info.data.get("allow_dev_secrets"):
+        return value
+    secret = value.get_secret_value()
+    if secret in development_values:
+        raise ValueError(
+            f"is the public development secret; set a random secret of at least {MIN_SECRET_CHARS} characters "
+            f"(or {ALLOW_DEV_SECRETS_VARIABLE}=1 for local development only)"
+        )
+    if len(secret) < MIN_SECRET_CHARS:
+        raise ValueError(f"must be at least {MIN_SECRET_CHARS} characters long")
+    return value
 
 
 class ServiceSettings(BaseSettings):
@@ -18,6 +37,8 @@ class ServiceSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="STACGIS_", extra="ignore", frozen=True)
 
+    # Declared first: the secret checks below read it. Set by `make up` and `make test`, never in a cluster.
+    allow_dev_secrets: bool = Field(default=False, validation_alias=AliasChoices(ALLOW_DEV_SECRETS_VARIABLE))
     host: str = "127.0.0.1"
     port: int = 8000
     log_level: str = "INFO"
@@ -30,6 +51,11 @@ class ServiceSettings(BaseSettings):
     trace_file: str | None = None
     # Host headers accepted by MCP endpoints (DNS-rebinding protection); ["*"] accepts any.
     allowed_hosts: list[str] = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+
+    @field_validator("internal_token_secret")
+    @classmethod
+    def _no_development_token_secret(cls, value: SecretStr, info: ValidationInfo) -> SecretStr:
+        return check_secret(value, (DEV_TOKEN_SECRET,), info)
 
 
 class PgvectorSettings(ServiceSettings):

@@ -71,7 +71,8 @@ def run_service(
 ) -> Iterator[RunningService]:
     """Start `python -m module` as a real process and wait until `ready_path` answers 200."""
     log_file = tempfile.NamedTemporaryFile(prefix=f"{module}-", suffix=".log", delete=False)
-    full_env = {**os.environ, "HF_HUB_OFFLINE": "1", **env}
+    # Test services use the development secrets: the switch that allows them is on unless `env` says otherwise.
+    full_env = {**os.environ, "HF_HUB_OFFLINE": "1", "STACGIS_ALLOW_DEV_SECRETS": "1", **env}
     process = subprocess.Popen(
         [sys.executable, "-m", module], env=full_env, stdout=log_file, stderr=subprocess.STDOUT, cwd=REPO_ROOT
     )
