@@ -5,6 +5,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := .local/stamps
+# Local development uses the public development secrets, which services refuse without this switch
+# (docs/security.md); a cluster never sets it.
+export STACGIS_ALLOW_DEV_SECRETS ?= 1
 
 .PHONY: help setup up down status infra-up infra-down data test lint lint-only fmt bench dashboards
 
