@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import rasterio
 from pyproj import Transformer
-from raster_test_helpers import LUX_CENTRE, STARS, TERRA, call, cog, connect, source_file
+from raster_test_helpers import LUX_CENTRE, STARS, TERRA, call, call_error, cog, connect, source_file
 from rasterio.features import geometry_mask
 from rasterio.transform import Affine
 from shapely.geometry import shape
@@ -213,8 +213,11 @@ async def test_point_of_a_month(raster_service: str) -> None:
         assert result["units"] == {"pr": "mm/month"}
         latest = await call(mcp, "query_raster_point", collection_id="bcsd-precipitation-1999", lon=-83.5, lat=35.6)
         assert latest["results"][0]["time"].startswith("1999-12-01")
-        outside = await call(mcp, "query_raster_point", collection_id="luxembourg-dem", lon=2.35, lat=48.85)
-        assert "outside" in outside["note"]
+        # Paris is outside the Luxembourg DEM: an error that says so and names what does cover it.
+        outside = await call_error(mcp, "query_raster_point", collection_id="luxembourg-dem", lon=2.35, lat=48.85)
+        assert "outside 'luxembourg-dem'" in outside and "Collections covering this point:" in outside
+        covering = (await call(mcp, "list_raster_collections", bbox=[2.349, 48.849, 2.351, 48.851]))["collections"]
+        assert all(c["id"] in outside for c in covering)
 
 
 async def test_several_collections_at_one_point(raster_service: str) -> None:

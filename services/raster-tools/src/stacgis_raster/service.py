@@ -377,12 +377,16 @@ class RasterService:
         datetime: Any = None,
         place: Any = None,
         token: Callable[[], str] | None = None,
+        outside_is_error: bool = True,
     ) -> dict[str, Any]:
         x, y, place_info = await self.located_point(place, lon, lat, token)
         record = await self.collection(collection_id)
         interval = parse_interval(datetime)
         items, note = await self.latest_or_matching(record, interval, None, 48)
         values = await self.run(self._point_values, [self.href(i) for i in items], x, y)
+        if outside_is_error and not any(v.inside for v in values):
+            # An error, not a result with "inside": false: a small model reads a result as an answer.
+            raise ArgumentError("place" if place_info else "lon", await self._outside_message(record, x, y, place_info))
         results = []
         for item, value in zip(items, values, strict=True):
             entry: dict[str, Any] = {"item": item.id}
@@ -410,6 +414,21 @@ class RasterService:
             out["note"] = "no data at this point (nodata value)"
         return out
 
+    async def _outside_message(
+        self, record: CollectionRecord, x: float, y: float, place_info: dict[str, Any] | None
+    ) -> str:
+        where = f"{place_info.get('name')} ({x}, {y})" if place_info else f"the point ({x}, {y})"
+        covering = [
+            r.id
+            for r in sorted(await self.collections(), key=lambda r: r.id)
+            if r.bbox and r.bbox[0] <= x <= r.bbox[2] and r.bbox[1] <= y <= r.bbox[3]
+        ]
+        others = ", ".join(covering) or "none: no collection has data there"
+        return (
+            f"{where} is outside '{record.id}' (extent {record.bbox}), so it has no value there. "
+            f"Collections covering this point: {others}."
+        )
+
     def _point_values(self, hrefs: Sequence[str], lon: float, lat: float) -> list[rasterops.PointValue]:
         out = []
         for href in hrefs:
@@ -433,13 +452,17 @@ class RasterService:
         records = [await self.collection(c, "collection_ids") for c in dict.fromkeys(collection_ids)]
         results = []
         for record in records:
-            single = await self.point(record.id, x, y)
+            single = await self.point(record.id, x, y, outside_is_error=False)
             entry: dict[str, Any] = {"collection_id": record.id, "title": record.title, "units": single["units"]}
             first = single["results"][-1]
             entry.update({k: v for k, v in first.items() if k in {"values", "time", "inside"}})
             if "note" in single:
                 entry["note"] = single["note"]
             results.append(entry)
+        if all(entry.get("inside") is False for entry in results):
+            raise ArgumentError(
+                "place" if place_info else "lon", await self._outside_message(records[0], x, y, place_info)
+            )
         head = {"place": place_info} if place_info else {}
         return {**head, "lon": x, "lat": y, "count": len(results), "results": results}
 
@@ -478,8 +501,7 @@ class RasterService:
             raise ArgumentError("start", f"more than {limit} time steps; narrow start/end")
         values = await self.run(self._point_values, [self.href(i) for i in items], x, y)
         if not any(v.inside for v in values):
-            where = "place" if place_info else "lon"
-            raise ArgumentError(where, f"the point ({x}, {y}) is outside '{record.id}' extent {record.bbox}")
+            raise ArgumentError("place" if place_info else "lon", await self._outside_message(record, x, y, place_info))
         points: list[dict[str, Any]] = [
             {
                 "time": _iso(i.start),
