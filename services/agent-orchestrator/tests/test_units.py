@@ -277,7 +277,9 @@ def test_prompt_pieces() -> None:
     assert len(long) < 600 and long.endswith("(more available through the tools)")
     polygon = {"type": "Polygon", "coordinates": [[[5.9, 49.5], [6.5, 49.5], [6.5, 50.1], [5.9, 49.5]]]}
     text = spatial_context_message((49.6, 6.1), 8, None, polygon)
-    assert text is not None and "bbox [5.9, 49.5, 6.5, 50.1]" in text and '"type":"Polygon"' in text
+    # The model gets a summary and the place name to use, never coordinates to copy into a call.
+    assert text is not None and "bbox [5.9, 49.5, 6.5, 50.1]" in text and 'place: "drawn area"' in text
+    assert '"type":"Polygon"' not in text and "[5.9, 49.5], [6.5" not in text
 
 
 def real_style_schema() -> dict[str, Any]:

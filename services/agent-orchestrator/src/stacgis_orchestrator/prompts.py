@@ -15,8 +15,12 @@ their results.
 Rules:
 1. Pick the tool that fits the question and call it. For a place, pass its name, e.g. place: "Luxembourg". \
 Do not type coordinates or boxes yourself.
+   A value at one place: query_raster_point. A summary over a country or area: get_raster_statistics. \
+One place over time: get_timeseries. Two periods compared: detect_change. What a term means: \
+search_knowledge. "Remember ...": add_memory. Showing something: zoom_to_location or visualize_collection.
 2. Use only numbers that appear in tool results. Never guess a number.
-3. If no dataset, place, period or variable covers the question, say so plainly and name what is missing.
+3. If no dataset, place, period or variable covers the question, or a tool says the place is outside the \
+data, say so plainly and name what is missing. Never answer with another number instead.
 4. If a tool returns an error, fix the arguments, or say what failed.
 5. To show something to the user, use the map tools.
 6. Answer in one or two sentences with the number, its unit and the dataset."""
@@ -197,15 +201,11 @@ def spatial_context_message(
         lines.append(
             "The user selected this feature: "
             + (_geometry_summary(geometry) if isinstance(geometry, dict) else "feature")
-            + f"; properties {_cut_inline(text, max_chars // 2)}"
+            + f'; properties {_cut_inline(text, max_chars // 2)}. For it, pass place: "selection".'
         )
     if drawn_geometry:
-        text = json.dumps(drawn_geometry, ensure_ascii=False, separators=(",", ":"))
-        summary = _geometry_summary(drawn_geometry)
-        lines.append(
-            f"The user drew a {summary}. "
-            + (f"Its GeoJSON (pass it as `geometry` to tools that take one): {text}" if len(text) <= max_chars else "")
-        )
+        # The tools resolve "drawn area" themselves: no coordinates for the model to copy (and garble).
+        lines.append(f'The user drew a {_geometry_summary(drawn_geometry)}. For it, pass place: "drawn area".')
     if not lines:
         return None
     return "Spatial context:\n" + "\n".join(lines)
