@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from "react";
-import { isAtBottom } from "../lib/scroll";
+import { stillFollowing } from "../lib/scroll";
 
 /**
  * Keeps a scroll container pinned to its newest content while the user is at the
@@ -10,12 +10,14 @@ import { isAtBottom } from "../lib/scroll";
 export function useStickToBottom<T extends HTMLElement>(version: unknown) {
   const ref = useRef<T>(null);
   const stuck = useRef(true);
+  const lastTop = useRef(0);
   const [showJump, setShowJump] = useState(false);
 
   const onScroll = useCallback(() => {
     const el = ref.current;
     if (!el) return;
-    stuck.current = isAtBottom(el);
+    stuck.current = stillFollowing(stuck.current, lastTop.current, el);
+    lastTop.current = el.scrollTop;
     if (stuck.current) setShowJump(false);
   }, []);
 

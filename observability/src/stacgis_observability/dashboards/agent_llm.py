@@ -135,10 +135,12 @@ agent = Row(
             width=9,
         ),
         PanelSpec(
-            title="Dynamic tool selection time",
+            title="Tool selection time",
             description=(
-                "p95 of choosing the top-K tools for a step (stacgis_tool_selection_seconds): embedding the "
-                "question plus keyword overlap. Slow values point at the embeddings server."
+                "p95 of choosing the tools offered for a step (stacgis_tool_selection_seconds): every "
+                "available tool in a fixed order (ORCHESTRATOR_TOOL_SELECTION=all), or the top K by "
+                "embedding the question plus keyword overlap (dynamic). Slow values point at the "
+                "embeddings server."
             ),
             unit="s",
             queries=(Query(quantile(0.95, "stacgis_tool_selection_seconds"), "p95"),),

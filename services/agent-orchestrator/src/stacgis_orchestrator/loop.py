@@ -324,7 +324,11 @@ class AgentRun:
 
     async def _offer_tools(self, query: str) -> list[ToolSpec]:
         if self.settings.tool_selection == "all":
-            return all_tools(self.deps.catalog, self.deps.pool, self.settings)
+            # Timed like dynamic selection (which times itself), so the dashboard shows either mode.
+            started = time.perf_counter()
+            offered = all_tools(self.deps.catalog, self.deps.pool, self.settings)
+            metrics.TOOL_SELECTION_SECONDS.observe(time.perf_counter() - started)
+            return offered
         return await self._select_tools(query)
 
     async def _select_tools(self, query: str) -> list[ToolSpec]:
