@@ -148,7 +148,9 @@ def test_injection_in_a_feature_property_cannot_reach_another_users_memories(
         },
     }
     context = {"map_center": {"lat": 49.61, "lon": 6.13}, "zoom": 9, "selected_feature": feature}
-    rules = injected_rules(victim["name"], victim["memory_id"], tag, {"last_user": f"\\[{tag}\\]", "system": OVERRIDE})
+    rules = injected_rules(
+        victim["name"], victim["memory_id"], tag, {"last_user": f"\\[{tag}\\]", "any_message": OVERRIDE}
+    )
     hostile_stack.set_rules(rules, position="prepend")
     try:
         result = asyncio.run(ask(hostile_stack, f"[{tag}] what is this place?", "user-a", context))

@@ -41,6 +41,8 @@ class RuleMatch(BaseModel):
     last_tool_content: str | None = None
     # re.search on the system messages joined by newlines.
     system: str | None = None
+    # re.search on every message the model reads (system, context, history, tool results) joined by newlines.
+    any_message: str | None = None
     # Tools the request must offer in `tools`.
     tools_offered: list[str] = Field(default_factory=list)
     # Whether the request asked for thinking.
@@ -48,7 +50,7 @@ class RuleMatch(BaseModel):
     # re.fullmatch on the requested model name (several scripted names can share one rule file).
     model: str | None = None
 
-    @field_validator("last_user", "last_tool_content", "system", "model")
+    @field_validator("last_user", "last_tool_content", "system", "any_message", "model")
     @classmethod
     def _valid_regex(cls, value: str | None) -> str | None:
         return _check_regex(value)
@@ -134,6 +136,7 @@ class ConversationFacts:
         self.last_tool = last.tool_name if last is not None and last.role == "tool" else None
         self.last_tool_content = last.content if last is not None and last.role == "tool" else None
         self.system = "\n".join(m.content for m in messages if m.role == "system")
+        self.any_message = "\n".join(m.content for m in messages)
         self.tools_offered = set(chat.tool_names)
         self.think = chat.wants_thinking
         self.model = chat.model
@@ -154,6 +157,8 @@ def matches(rule: Rule, facts: ConversationFacts) -> bool:
     ):
         return False
     if m.system is not None and not re.search(m.system, facts.system):
+        return False
+    if m.any_message is not None and not re.search(m.any_message, facts.any_message):
         return False
     if not set(m.tools_offered) <= facts.tools_offered:
         return False
