@@ -8,9 +8,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import orchestrator, orchestrator_env
 from orchestrator_helpers import auth, content, run_events, set_rules, terminal
 
+from conftest import orchestrator, orchestrator_env
 from stacgis_common.testing import free_port
 
 

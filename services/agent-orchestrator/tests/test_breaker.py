@@ -11,9 +11,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import ToolServer, orchestrator, orchestrator_env, tool_server
 from orchestrator_helpers import RunStream, auth, content, run_events, set_rules, terminal
 
+from conftest import ToolServer, orchestrator, orchestrator_env, tool_server
 from stacgis_common.testing import RunningService, free_port
 
 

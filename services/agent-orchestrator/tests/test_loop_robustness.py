@@ -17,9 +17,9 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import SERVERS, ToolServer, orchestrator, orchestrator_env
 from orchestrator_helpers import content, model_requests, names, run_events, set_rules, terminal
 
+from conftest import SERVERS, ToolServer, orchestrator, orchestrator_env
 from stacgis_common.testing import RunningService, free_port, run_service
 from stacgis_orchestrator.llm.ollama import OllamaProvider
 from stacgis_orchestrator.prompts import CONTEXT_HEADER, FORCE_ANSWER, FORCE_ANSWER_AGAIN, SUMMARY_HEADER

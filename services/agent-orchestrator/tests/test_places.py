@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import orchestrator, orchestrator_env
 from orchestrator_helpers import Event, run_events, set_rules, terminal
 
+from conftest import orchestrator, orchestrator_env
 from stacgis_common.testing import REPO_ROOT, RunningService, call_tool, free_port, run_service
 
 CACHE = REPO_ROOT / ".local" / "cache"

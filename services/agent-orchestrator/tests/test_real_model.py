@@ -7,9 +7,9 @@ import importlib.util
 from collections.abc import Iterator
 
 import pytest
-from conftest import ToolServer, orchestrator, orchestrator_env
 from orchestrator_helpers import content, model_requests, run_events, terminal
 
+from conftest import ToolServer, orchestrator, orchestrator_env
 from stacgis_common.testing import RunningService
 from stacgis_model_server.model_file import DEFAULT_MODEL_PATH, is_verified
 

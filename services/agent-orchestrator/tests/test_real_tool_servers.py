@@ -11,9 +11,9 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from conftest import orchestrator, orchestrator_env
 from orchestrator_helpers import content, model_requests, run_events, set_rules, terminal
 
+from conftest import orchestrator, orchestrator_env
 from stacgis_common.testing import REPO_ROOT, RunningService, free_port, mcp_client, run_service, token_for
 from stacgis_orchestrator.llm.schema import sanitize_schema, schema_problems
 
