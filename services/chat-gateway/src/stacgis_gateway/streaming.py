@@ -2,19 +2,35 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import time
 from collections.abc import AsyncIterator
 
+from redis.exceptions import RedisError
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from .config import GatewaySettings
-from .events import TERMINAL
+from .events import TERMINAL, make_event
 from .metrics import ACTIVE_STREAMS, EVENTS_SENT, TIME_TO_FIRST_TOKEN
 from .runs import RunManager
 from .runstore import RunStore
 
 # Longest single XREAD wait: also how often an idle stream checks that its run is still alive.
 MAX_BLOCK_SECONDS = 5.0
+
+log = logging.getLogger(__name__)
+
+
+def _unreadable(run_id: str, after: str) -> ServerSentEvent:
+    """The final event of a stream whose events Redis cannot give now: an error, not a cut connection."""
+    message = f"the run's events cannot be read (Redis unavailable); resume with Last-Event-ID {after} or ask again"
+    data = make_event(run_id, 0, 0, "error", {"code": "stream_unavailable", "message": message})
+    # An id of its own, just after the last one sent: without one, SSE clients repeat the previous event's id.
+    millis, _, serial = after.partition("-")
+    return ServerSentEvent(
+        data=json.dumps(data, separators=(",", ":")), event="error", id=f"{millis}-{int(serial or 0) + 1}"
+    )
 
 
 async def tail_run(
@@ -36,7 +52,12 @@ async def tail_run(
     ACTIVE_STREAMS.inc()
     try:
         while True:
-            entries = await runs.read(run_id, after, max(block_ms, 1))
+            try:
+                entries = await runs.read(run_id, after, max(block_ms, 1))
+            except (RedisError, OSError):
+                log.warning("run %s: its events cannot be read, ending the stream", run_id, exc_info=True)
+                yield _unreadable(run_id, after)
+                return
             for entry in entries:
                 after = entry.id
                 EVENTS_SENT.labels(entry.event).inc()
