@@ -62,6 +62,24 @@ async def test_country_names_iso_codes_and_other_languages_resolve_to_the_bounda
         assert "point" not in resolved
 
 
+async def test_a_code_of_both_a_country_and_a_us_state_is_ambiguous(
+    vector_server: RunningService, cache_dir: Path
+) -> None:
+    canada = source_countries(cache_dir)["CAN"]
+    error, california = await resolve(vector_server, "California")
+    assert not error and california["place"]["dataset"] == "us-states", california
+    error, result = await resolve(vector_server, "CA")
+    assert not error, result
+    assert result["status"] == "ambiguous", result
+    refs = [candidate["ref"] for candidate in result["candidates"]]
+    assert refs == ["countries/CAN", california["place"]["ref"]]
+    assert all(ref in result["message"] for ref in refs)
+    assert result["candidates"][0]["bbox"] == pytest.approx(list(canada.bounds), abs=1e-3)
+    # A code only a country has stays that country.
+    error, result = await resolve(vector_server, "LU")
+    assert not error and result["place"]["ref"] == "countries/LUX", result
+
+
 async def test_a_city_resolves_to_its_point(vector_server: RunningService, cache_dir: Path) -> None:
     nairobi = next(city for city in big_cities(cache_dir) if city["name"] == "Nairobi")
     error, result = await resolve(vector_server, "Nairobi")

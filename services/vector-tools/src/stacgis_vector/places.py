@@ -2,8 +2,9 @@
 feature it means, or the candidates when it could mean several, or a clear "unknown" with no guess.
 
 Order: a feature reference; exact names; exact alternate names (GeoNames and Natural Earth names in
-many languages, ISO codes, US state codes); "Name, Qualifier" with the qualifier matching the country,
-state or kind. Among several matches the dataset order decides first (a country over a US state over a
+many languages, ISO codes, US state codes; a code that is both a country's and a US state's, "CA", is
+ambiguous); "Name, Qualifier" with the qualifier matching the country, state or kind. Among several
+matches the dataset order decides first (a country over a US state over a
 city over a county: "Luxembourg" is the country, not its capital), then population: the most populous
 wins only when it is at least DOMINANCE times the next ("Paris" is the French capital, not Paris, Texas;
 "Springfield" stays ambiguous). Names that match nothing get the hybrid search's nearest names as
@@ -24,6 +25,9 @@ from stacgis_vector.geometry import bounds_list
 from stacgis_vector.names import normalize_name
 
 DATASET_ORDER = ("countries", "us-states", "cities", "us-counties")
+# Datasets whose features carry short official codes (ISO 3166 for countries, USPS for states).
+CODED_DATASETS = ("countries", "us-states")
+CODE_LENGTH = 3
 DOMINANCE = 10
 MAX_MATCHES = 200
 MAX_CANDIDATES = 8
@@ -161,6 +165,11 @@ async def resolve(pool: asyncpg.Pool, text: str, dataset: str | None, argument: 
             continue
         matched_by = f"{label} and qualifier" if qualifier else label
         chosen, group = _choose(tiered)
+        if tier == store.ALTERNATE_NAME_TIER and len(normalized) <= CODE_LENGTH:
+            # "CA", "DE", "GA": a country's ISO code and a US state's postal code; neither is a safe guess.
+            by_dataset = [[row for row in tiered if row["dataset"] == ds] for ds in CODED_DATASETS]
+            if all(by_dataset):
+                chosen, group = None, [max(rows, key=lambda row: row["population"] or 0) for rows in by_dataset]
         if chosen is not None:
             resolved = describe(chosen, matched_by)
             others = [row for row in rows if row is not chosen]
