@@ -167,6 +167,18 @@ describe("map bridge", () => {
     expect(map.calls.filter((c) => c.startsWith("fitBounds"))).toEqual([]);
   });
 
+  it("visualize_collection centres the map on the place the agent named", async () => {
+    const map = new FakeMap();
+    map.center = { lng: 6.1, lat: 49.7 };
+    map.zoom = 8;
+    const globalTiles = { ...TILEJSON, bounds: [-180, -90, 180, 90] };
+    const args = { collection_id: "global-land-mask", place: "Nairobi (places/184745)", lat: -1.28333, lon: 36.81667, zoom: 10 };
+    await applyFrontendTool("visualize_collection", args, env(map, { fetchJson: async () => globalTiles }));
+    expect(map.calls.filter((c) => c.startsWith("flyTo"))).toEqual(["flyTo"]);
+    expect([map.center, map.zoom]).toEqual([{ lng: 36.81667, lat: -1.28333 }, 10]);
+    expect(map.calls.filter((c) => c.startsWith("fitBounds"))).toEqual([]);
+  });
+
   it("visualize_collection replaces the layer of the same collection", async () => {
     const map = new FakeMap();
     await applyFrontendTool("visualize_collection", { collection_id: "luxembourg-dem" }, env(map));

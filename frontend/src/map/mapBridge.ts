@@ -215,7 +215,13 @@ async function visualize(args: JsonObject, env: BridgeEnv): Promise<BridgeResult
   map.addLayer(layer, env.overlayBeforeId?.());
   env.onOverlay({ id, source, layer, legend });
 
-  if (bounds) {
+  const lat = num(args, ["lat"]);
+  const lon = num(args, ["lon"]);
+  if (lat !== undefined && lon !== undefined && Math.abs(lat) <= 90 && Math.abs(lon) <= 180) {
+    // The agent named a place (resolved to a view by the orchestrator): show the layer there.
+    const zoom = Math.min(Math.max(num(args, ["zoom"]) ?? 10, 0), 22);
+    map.flyTo({ center: [lon, lat], zoom, essential: true });
+  } else if (bounds) {
     const v = map.getBounds();
     if (needsFit([v.getWest(), v.getSouth(), v.getEast(), v.getNorth()], bounds)) {
       map.fitBounds(

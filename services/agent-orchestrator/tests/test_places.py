@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from orchestrator_helpers import Event, run_events, set_rules, terminal
+from orchestrator_helpers import Event, model_requests, run_events, set_rules, terminal
 
 from conftest import orchestrator, orchestrator_env
 from stacgis_common.testing import REPO_ROOT, RunningService, call_tool, free_port, run_service
@@ -131,6 +131,31 @@ async def test_zoom_to_a_named_place_moves_the_map_to_what_vector_tools_resolves
     west, south, east, north = germany["place"]["bbox"]
     assert (arguments["lon"], arguments["lat"]) == pytest.approx(((west + east) / 2, (south + north) / 2), abs=1e-4)
     assert 4 <= arguments["zoom"] <= 7, "a country of about 9 degrees fits at zoom 5"
+
+
+@pytest.mark.asyncio
+async def test_a_layer_shown_over_a_named_place_centres_the_map_there(
+    places_orch: RunningService, real_vector: RunningService, model_url: str
+) -> None:
+    error, luxembourg = await call_tool(real_vector.url, "resolve_place", {"place": "Luxembourg"})
+    assert not error, luxembourg
+    arguments = {"collection_id": "luxembourg-dem", "colormap": "terrain", "place": "Luxembourg"}
+    events = await one_call(places_orch, model_url, "layer luxembourg", "visualize_collection", arguments)
+    command = payload(events, "frontend_tool")
+    shown = command["arguments"]
+    assert command["name"] == "visualize_collection"
+    assert (shown["collection_id"], shown["colormap"]) == ("luxembourg-dem", "terrain")
+    resolved = luxembourg["place"]
+    if resolved.get("point"):
+        expected = (resolved["point"][0], resolved["point"][1])
+    else:
+        west, south, east, north = resolved["bbox"]
+        expected = ((west + east) / 2, (south + north) / 2)
+    assert (shown["lon"], shown["lat"]) == pytest.approx(expected, abs=1e-4)
+    assert resolved["ref"] in shown["place"]
+    requests = await model_requests(model_url, contains="layer luxembourg")
+    acknowledgement = [m["content"] for m in requests[-1]["body"]["messages"] if m["role"] == "tool"][-1]
+    assert "luxembourg-dem" in acknowledgement and str(shown["lat"]) in acknowledgement
 
 
 @pytest.mark.asyncio

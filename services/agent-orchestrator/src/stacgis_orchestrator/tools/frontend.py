@@ -44,7 +44,12 @@ def _visualize(args: dict[str, Any]) -> FrontendCommand:
     rescale = args.get("rescale")
     if rescale is not None and rescale[0] >= rescale[1]:
         raise FrontendToolError("rescale: the first value (minimum) must be below the second (maximum)")
-    return FrontendCommand(ui, f"Collection {args['collection_id']} is now shown as a layer on the user's map.")
+    shown = f"Collection {args['collection_id']} is now shown as a layer on the user's map"
+    # A place name is replaced by its view (lat, lon, zoom) before this runs (tools/places.py).
+    if "lat" in args and "lon" in args:
+        ui.update({key: args[key] for key in ("place", "lat", "lon", "zoom") if key in args})
+        shown += f", centred on {args.get('place') or 'the place'} at lat {args['lat']}, lon {args['lon']}"
+    return FrontendCommand(ui, shown + ".")
 
 
 def _style(args: dict[str, Any]) -> FrontendCommand:
@@ -169,6 +174,14 @@ FRONTEND_TOOLS: list[tuple[RegisteredTool, Callable[[dict[str, Any]], FrontendCo
                         "description": "e.g. viridis, terrain",
                     },
                     "rescale": {**NUMBER_PAIR, "description": "[min, max] of the colours, in data units"},
+                    "place": {
+                        "type": "string",
+                        "maxLength": 200,
+                        "description": "Optional place to centre the map on, e.g. 'Luxembourg'",
+                    },
+                    "lat": {"type": "number", "minimum": -90, "maximum": 90, "description": "Only if no place"},
+                    "lon": {"type": "number", "minimum": -180, "maximum": 180, "description": "Only if no place"},
+                    "zoom": {"type": "number", "minimum": 0, "maximum": 22, "description": "0 world to 18 street"},
                 },
                 "required": ["collection_id"],
                 "additionalProperties": False,

@@ -4,8 +4,9 @@
   from the run's spatial context: a vector-tools feature as its ref "<dataset>/<id>", any other shape as
   `geometry` (areas), `lon`/`lat` (points) or `bbox`, whichever the tool takes. No selection or drawing is
   a clear tool error, never a guess.
-- zoom_to_location's place name is resolved by vector-tools' `resolve_place` over MCP (with the run's
-  headers, like any tool call): the browser gets plain coordinates, so it needs no resolver of its own.
+- The place name of a map tool (zoom_to_location, visualize_collection) is resolved by vector-tools'
+  `resolve_place` over MCP (with the run's headers, like any tool call): the browser gets plain
+  coordinates, so it needs no resolver of its own.
   An ambiguous or unknown name is reported to the model as the tool's error, with the candidates.
 """
 
@@ -28,6 +29,8 @@ SELECTION_NAMES = frozenset({"selection", "selected feature", "the selection"})
 DRAWN_NAMES = frozenset({"drawn area", "drawing", "drawn geometry", "the drawn area"})
 RESOLVE_TOOL = "resolve_place"
 ZOOM_TOOL = "zoom_to_location"
+# Map tools whose place becomes the view: lat, lon and zoom for the browser.
+VIEW_TOOLS = frozenset({ZOOM_TOOL, "visualize_collection"})
 POINT_ZOOM = 10
 AREA_TYPES = frozenset({"Polygon", "MultiPolygon"})
 
@@ -103,7 +106,7 @@ def _user_place_arguments(
     if bounds is None:
         raise PlaceError(f"place: {label} has no coordinates")
     kind = str(geometry.get("type"))
-    if tool.name == ZOOM_TOOL:
+    if tool.name in VIEW_TOOLS:
         lat, lon = _centre(bounds)
         return {**rest, "place": label, "lat": lat, "lon": lon, "zoom": arguments.get("zoom", zoom_for(bounds))}
     if ref is not None and tool.kind == "mcp":
@@ -125,7 +128,7 @@ def _resolver(pool: ToolPool) -> RegisteredTool | None:
     return None
 
 
-async def _zoom_arguments(
+async def _view_arguments(
     arguments: dict[str, Any], place: str, pool: ToolPool, headers: Callable[[], Mapping[str, str]]
 ) -> dict[str, Any]:
     tool = _resolver(pool)
@@ -171,8 +174,8 @@ async def _settle(
     try:
         if name in SELECTION_NAMES or name in DRAWN_NAMES:
             arguments = _user_place_arguments(tool, call.arguments, name, spatial)
-        elif tool.name == ZOOM_TOOL:
-            arguments = await _zoom_arguments(call.arguments, place, pool, headers)
+        elif tool.name in VIEW_TOOLS:
+            arguments = await _view_arguments(call.arguments, place, pool, headers)
         else:
             return call  # a name or ref: the tool's server resolves it
     except PlaceError as error:
