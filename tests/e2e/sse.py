@@ -15,6 +15,8 @@ from typing import Any
 
 import httpx
 
+from stacgis_common.answer import answer_text
+
 
 @dataclass
 class SSEEvent:
@@ -135,7 +137,7 @@ class RunStream:
 
     @property
     def content(self) -> str:
-        return "".join(str(event.payload().get("text", "")) for event in self.of("content"))
+        return answer_text(event.payload() for event in self.of("content"))
 
     @property
     def final(self) -> SSEEvent:

@@ -17,6 +17,8 @@ from typing import Any
 
 import httpx
 
+from stacgis_common.answer import answer_text
+
 TERMINAL = ("done", "error")
 # SSE event name -> payload field of stacgis.v1.AgentEvent in proto3 JSON.
 PAYLOAD_KEYS = {
@@ -66,7 +68,7 @@ class RunRecord:
         final = self.final
         if final is not None and final.name == "done" and "content" in final.payload:
             return str(final.payload["content"])
-        return "".join(str(p.get("text", "")) for p in self.of("content"))
+        return answer_text(self.of("content"))
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -12,6 +12,8 @@ from typing import Any
 import httpx
 from httpx_sse import aconnect_sse
 
+from stacgis_common.answer import answer_text
+
 API = "/api/v1"
 FINAL = ("done", "error")
 
@@ -81,7 +83,7 @@ class ChatResult:
 
     @property
     def content(self) -> str:
-        return "".join(str(e.data.get("content", {}).get("text", "")) for e in self.events if e.event == "content")
+        return answer_text(e.data.get("content", {}) for e in self.events if e.event == "content")
 
     @property
     def error(self) -> dict[str, Any] | None:
@@ -219,7 +221,7 @@ class Conversation:
 
     @property
     def content(self) -> str:
-        return "".join(str(e.data.get("content", {}).get("text", "")) for e in self.events if e.event == "content")
+        return answer_text(e.data.get("content", {}) for e in self.events if e.event == "content")
 
     @property
     def succeeded(self) -> bool:

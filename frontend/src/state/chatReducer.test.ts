@@ -105,6 +105,17 @@ describe("chatReducer", () => {
     expect(isRunActive(s)).toBe(false);
   });
 
+  it("replaces a withdrawn draft with the text that follows it", () => {
+    const s = apply(started(), [
+      FULL_RUN[0],
+      ev(RUN, 2, 1, { content: { text: "It is about 1,929 m high." } }),
+      ev(RUN, 3, 1, { content: { replace: true } }),
+      ev(RUN, 4, 2, { content: { text: "The mean is " } }),
+    ]);
+    expect(assistant(s).content).toBe("The mean is ");
+    expect(assistant(s).status).toBe("streaming");
+  });
+
   it("takes done's full text as the answer when deltas were lost", () => {
     const s = apply(started(), [FULL_RUN[0], FULL_RUN[8], FULL_RUN[10]]);
     expect(assistant(s).content).toBe("Luxembourg is shown.");

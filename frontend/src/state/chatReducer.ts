@@ -97,7 +97,8 @@ function applyPayload(message: UiMessage, event: AgentEvent, key: string): UiMes
       return { ...message, activities };
     }
     case "content":
-      return { ...message, content: message.content + p.value.text };
+      // `replace`: the draft shown so far was withdrawn (it quoted numbers no tool gave).
+      return { ...message, content: p.value.replace ? p.value.text : message.content + p.value.text };
     case "approvalRequired":
       return {
         ...message,

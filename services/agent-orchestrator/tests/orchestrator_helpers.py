@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 from google.protobuf import json_format
 
+from stacgis_common.answer import answer_text
 from stacgis_common.testing import token_for
 from stacgis_proto.v1 import events_pb2
 
@@ -108,7 +109,7 @@ def names(events: list[Event]) -> list[str]:
 
 
 def content(events: list[Event]) -> str:
-    return "".join(e.payload.get("text", "") for e in events if e.name == "content")
+    return answer_text(e.payload for e in events if e.name == "content")
 
 
 def terminal(events: list[Event]) -> Event:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import time
 import uuid
 from collections.abc import Iterator
@@ -21,10 +22,18 @@ from orchestrator_helpers import content, model_requests, names, run_events, set
 
 from conftest import SERVERS, ToolServer, orchestrator, orchestrator_env
 from stacgis_common.testing import RunningService, free_port, run_service
+from stacgis_orchestrator.context_window import RETRY_SHRINK
 from stacgis_orchestrator.llm.ollama import OllamaProvider
-from stacgis_orchestrator.prompts import CONTEXT_HEADER, FORCE_ANSWER, FORCE_ANSWER_AGAIN, SUMMARY_HEADER
+from stacgis_orchestrator.prompts import (
+    CONTEXT_HEADER,
+    FORCE_ANSWER,
+    FORCE_ANSWER_AGAIN,
+    SUMMARY_HEADER,
+    UNGROUNDED_DRAFT,
+)
 
 FORCED = "Answer my question now"
+UNGROUNDED_MARK = UNGROUNDED_DRAFT.split(":")[0]
 
 
 def unique(text: str) -> str:
@@ -130,19 +139,21 @@ async def test_the_prefix_is_warmed_and_byte_identical_across_users_runs_and_ste
 async def test_a_context_overflow_is_compacted_and_retried_then_avoided_by_calibration(
     small_orch, window_model, model_url
 ) -> None:
-    # Measure this setup's prompt, then give the model a window just 2,000 tokens larger.
+    # Measure this setup's prompt, then give the model a window that holds it even after the shrink of
+    # a retry (RETRY_SHRINK of the window less the answer's reserve), but not with a long history.
     probe = unique("measure the prompt")
     await set_rules(
         model_url, {"name": "ok", "match": {"last_user": "measure the prompt|long history"}, "content": "ok"}
     )
     await run_events(small_orch.url, {"message": probe, "options": {"model": "probe-model"}})
     (measured,) = of_message(window_log(window_model), probe)
-    # An earlier exchange of 5,000 characters (2,500 of the server's tokens) no longer fits.
+    # An earlier exchange of 11,000 characters (5,500 of the server's tokens) no longer fits.
     history = [
-        {"role": "user", "content": "earlier question " + "about rivers " * 380},
+        {"role": "user", "content": "earlier question " + "about rivers " * 760},
         {"role": "assistant", "content": "earlier answer " + "on rivers " * 100},
     ]
-    with window(window_model, measured["tokens"] + 2000):
+    size = math.ceil(measured["tokens"] / RETRY_SHRINK) + 1024 + 200
+    with window(window_model, size):
         message = unique("long history")
         events = await run_events(
             small_orch.url, {"message": message, "history": history, "options": {"model": "small-model"}}
@@ -270,8 +281,14 @@ async def test_a_model_that_keeps_calling_tools_when_forced_gets_a_marked_summar
 @pytest.mark.asyncio
 async def test_the_done_event_carries_the_grounding_of_the_answer(orch, model_url) -> None:
     message = unique("grounded stats")
+    answer = (
+        "1. Mean {{tool:get_raster_statistics:mean}} m, highest {{tool:get_raster_statistics:max}} m "
+        "in 2021, and a made-up 1929 m."
+    )
     await set_rules(
         model_url,
+        # The draft is withdrawn once for its made-up number; written again, it stands, marked.
+        {"name": "again", "match": {"last_user": UNGROUNDED_MARK}, "content": answer},
         {
             "name": "stats",
             "match": {"last_user": "grounded stats", "step": 0},
@@ -285,11 +302,11 @@ async def test_the_done_event_carries_the_grounding_of_the_answer(orch, model_ur
         {
             "name": "answer",
             "match": {"last_user": "grounded stats", "step": 1},
-            "content": "1. Mean {{tool:get_raster_statistics:mean}} m, highest {{tool:get_raster_statistics:max}} m "
-            "in 2021, and a made-up 1929 m.",
+            "content": answer,
         },
     )
     events = await run_events(orch.url, {"message": message})
+    assert [bool(e.payload.get("replace")) for e in events if e.name == "content"].count(True) == 1
     result = json.loads(next(e.payload for e in events if e.name == "tool_result")["result"])
     call_id = next(e.payload for e in events if e.name == "tool_start")["callId"]
     done = terminal(events).proto.done
@@ -303,6 +320,51 @@ async def test_the_done_event_carries_the_grounding_of_the_answer(orch, model_ur
         assert done.content[number.start : number.end] == number.text
     assert not by_value[1929.0].supported and by_value[1929.0].text == "1929 m"
     assert (grounding.supported_count, grounding.unsupported_count) == (2, 1)
+    assert content(events) == done.content and done.content.count("1929") == 1
+    answers = [m for m in done.new_messages if m.role == "assistant" and not m.tool_calls]
+    assert [m.content for m in answers] == [done.content], "the withdrawn draft is not kept in the history"
+
+
+@pytest.mark.asyncio
+async def test_an_answer_with_invented_numbers_is_withdrawn_and_the_model_looks_them_up(orch, model_url) -> None:
+    message = unique("invented elevation")
+    await set_rules(
+        model_url,
+        {
+            "name": "lookup",
+            "match": {"last_user": UNGROUNDED_MARK, "step": 0},
+            "tool_calls": [
+                {
+                    "name": "get_raster_statistics",
+                    "arguments": {"collection_id": "lux-dem", "bbox": [5.7, 49.4, 6.6, 50.2]},
+                }
+            ],
+        },
+        {
+            "name": "grounded",
+            "match": {"last_user": UNGROUNDED_MARK, "step": 1},
+            "content": "The mean elevation is {{tool:get_raster_statistics:mean}} m.",
+        },
+        {"name": "guess", "match": {"last_user": "invented elevation"}, "content": "It is about 1,929 m high."},
+    )
+    events = await run_events(orch.url, {"message": message})
+    mean = json.loads(next(e.payload for e in events if e.name == "tool_result")["result"])["mean"]
+    deltas = [e.payload for e in events if e.name == "content"]
+    (withdrawn,) = [i for i, delta in enumerate(deltas) if delta.get("replace")]
+    assert "".join(d["text"] for d in deltas[:withdrawn]) == "It is about 1,929 m high."
+    assert not deltas[withdrawn].get("text"), "no earlier step wrote text, so nothing is kept"
+    thinking = " ".join(e.payload["text"] for e in events if e.name == "thinking")
+    assert "Draft withdrawn" in thinking and "1,929 m" in thinking
+    done = terminal(events).proto.done
+    assert done.content == content(events) == f"The mean elevation is {mean} m."
+    assert (done.grounding.supported_count, done.grounding.unsupported_count) == (1, 0)
+    assert done.steps == 3 and done.finish_reason == "completed"
+    requests = await model_requests(model_url, contains=message)
+    correction = requests[1]["body"]["messages"][-1]
+    assert correction["role"] == "user" and "1,929 m" in correction["content"] and message in correction["content"]
+    assert requests[1]["body"]["messages"][-2] == {"role": "assistant", "content": "It is about 1,929 m high."}
+    assert requests[1]["body"]["tools"] == requests[0]["body"]["tools"], "the check keeps the prefix"
+    assert all(m.content != "It is about 1,929 m high." for m in done.new_messages)
 
 
 @pytest.mark.asyncio

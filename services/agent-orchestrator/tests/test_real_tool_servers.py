@@ -16,6 +16,7 @@ from orchestrator_helpers import content, model_requests, run_events, set_rules,
 from conftest import orchestrator, orchestrator_env
 from stacgis_common.testing import REPO_ROOT, RunningService, free_port, mcp_client, run_service, token_for
 from stacgis_orchestrator.llm.schema import sanitize_schema, schema_problems
+from stacgis_orchestrator.prompts import UNGROUNDED_DRAFT
 
 DATA = REPO_ROOT / ".local" / "data"
 LUXEMBOURG = [5.7, 49.4, 6.6, 50.2]
@@ -113,8 +114,14 @@ async def test_a_run_over_real_raster_tools(real_orch, model_url) -> None:
 @pytest.mark.asyncio
 async def test_the_answer_is_grounded_in_the_real_raster_statistics(real_orch, model_url) -> None:
     message = f"Luxembourg grounded [{uuid.uuid4().hex[:8]}]"
+    answer = (
+        "The mean elevation is {{tool:get_raster_statistics:statistics.mean}} m "
+        "(highest {{tool:get_raster_statistics:statistics.max}} m), not 1,929 m."
+    )
     await set_rules(
         model_url,
+        # Withdrawn once for the 1,929 m no tool gave; written again, the answer stands with it marked.
+        {"name": "again", "match": {"last_user": UNGROUNDED_DRAFT.split(":")[0]}, "content": answer},
         {
             "name": "stats",
             "match": {"last_user": "Luxembourg grounded", "step": 0},
@@ -125,8 +132,7 @@ async def test_the_answer_is_grounded_in_the_real_raster_statistics(real_orch, m
         {
             "name": "answer",
             "match": {"last_user": "Luxembourg grounded", "step": 1},
-            "content": "The mean elevation is {{tool:get_raster_statistics:statistics.mean}} m "
-            "(highest {{tool:get_raster_statistics:statistics.max}} m), not 1,929 m.",
+            "content": answer,
         },
     )
     events = await run_events(real_orch.url, {"message": message}, timeout=120)

@@ -280,14 +280,14 @@ async def test_both_thinking_forms_become_thinking_events_and_stay_out_of_the_an
             "match": {"last_user": "reason with"},
             "thinking": thought,
             "thinking_format": form,
-            "content": "The DEM says 370 m.",
+            "content": "The DEM says it is hilly.",
             "chunk_chars": 3,
         },
     )
     events = await run_events(orch.url, {"message": message})
     thinking = "".join(e.payload["text"] for e in events if e.name == "thinking")
     assert thinking.strip() == thought
-    assert content(events) == "The DEM says 370 m."
+    assert content(events) == "The DEM says it is hilly."
     done = terminal(events).proto.done
     assert "<think>" not in done.content and "careful" not in done.content
     assert "think" not in done.new_messages[-1].content

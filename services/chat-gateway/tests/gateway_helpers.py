@@ -15,6 +15,7 @@ import asyncpg
 import httpx
 from google.protobuf import json_format
 
+from stacgis_common.answer import answer_text
 from stacgis_common.testing import RunningService, run_service
 from stacgis_proto.v1 import events_pb2
 
@@ -117,7 +118,7 @@ class Stream:
         return str(self.events[0].data["runStarted"]["sessionId"])
 
     def content(self) -> str:
-        return "".join(e.data["content"].get("text", "") for e in self.events if e.event == "content")
+        return answer_text(e.data["content"] for e in self.events if e.event == "content")
 
     def seqs(self) -> list[int]:
         return [int(e.data["seq"]) for e in self.events]

@@ -159,6 +159,24 @@ agent = Row(
             stack=True,
         ),
         PanelSpec(
+            title="Share of runs with a withdrawn draft answer",
+            description=(
+                "Draft answers withdrawn because they quoted numbers no tool result of the run gave "
+                "(stacgis_answers_withdrawn_total) over finished runs: the model was then asked to look the "
+                "numbers up or say what the data lacks. A rising share means the model guesses more: check the "
+                "model and the prompt (make eval)."
+            ),
+            unit="percentunit",
+            queries=(
+                Query(
+                    ratio_or_zero(rate("stacgis_answers_withdrawn_total"), rate("stacgis_agent_runs_total"), "job"),
+                    "withdrawn share",
+                ),
+            ),
+            thresholds=rising(0.1, 0.3),
+            min=0,
+        ),
+        PanelSpec(
             title="Share of runs ending in error",
             description=(
                 "Runs that ended with an error over all finished runs (stacgis_agent_runs_total). Above 2% users "

@@ -33,6 +33,7 @@ from .prompts import (
     FORCE_ANSWER,
     FORCE_ANSWER_AGAIN,
     REPEATED_CALL,
+    UNGROUNDED_DRAFT,
     results_summary,
     run_context_message,
     spatial_context_message,
@@ -130,6 +131,8 @@ class AgentRun:
         self.tool_texts: list[ToolResultText] = []
         # The catalogue summaries the model was given (numbers there count as given).
         self.catalog_text = ""
+        # Set once an ungrounded draft answer was withdrawn: the next answer stands.
+        self.draft_withdrawn = not self.settings.grounding_retry
 
     # Entry point.
 
@@ -253,6 +256,13 @@ class AgentRun:
                     turn, visible = await self._think(messages, offered, memory.current_request_index())
                     if turn.tool_calls:
                         self._withhold(turn.tool_calls)
+                if not forced and not self.draft_withdrawn and visible.strip():
+                    invented = self._invented_numbers(visible)
+                    if invented:
+                        self._withdraw_draft(invented)
+                        memory.add_assistant(visible)
+                        memory.add_user(UNGROUNDED_DRAFT.format(numbers=", ".join(invented), question=self.run.message))
+                        continue
                 if not visible.strip():
                     if self.tool_texts:
                         fallback = results_summary(
@@ -267,6 +277,24 @@ class AgentRun:
                 self.new_messages.append(memory.add_assistant(visible))
                 return "step_budget" if final_step and self.acted else "completed"
         raise AssertionError("the step loop always returns")  # max_steps >= 1
+
+    def _invented_numbers(self, text: str) -> list[str]:
+        report = check_answer(text, self._grounding_sources(), self.run.message, self.catalog_text)
+        return [checked.number.text for checked in report.numbers if not checked.supported]
+
+    def _withdraw_draft(self, invented: list[str]) -> None:
+        """Take this step's text back from the answer: the UI replaces what it showed, and the
+        history never keeps it (it stays in this run's working memory so the model sees its mistake)."""
+        self.draft_withdrawn = True
+        del self.answer[self._step_answer_start :]
+        self._step_has_content = False
+        self.sink.emit(content=events_pb2.ContentDelta(text="".join(self.answer), replace=True))
+        self.sink.emit(
+            thinking=events_pb2.Thinking(
+                text=f"Draft withdrawn: no tool result gave {', '.join(invented)}. Looking again.\n"
+            )
+        )
+        metrics.DRAFTS_WITHDRAWN.inc()
 
     def _withhold(self, calls: list[ToolCall]) -> None:
         names = ", ".join(call.name for call in calls)
@@ -413,6 +441,7 @@ class AgentRun:
         turn: ModelTurn | None = None
         content_filter = ContentFilter(detect_text_tools=detect)
         self._step_has_content = False
+        self._step_answer_start = len(self.answer)
         with tracer.start_as_current_span(
             f"chat {self.run.model}",
             kind=trace.SpanKind.CLIENT,
@@ -492,6 +521,7 @@ class AgentRun:
         self.sink.emit(content=events_pb2.ContentDelta(text=text))
 
     _step_has_content = False
+    _step_answer_start = 0
 
     # Act and observe.
 

@@ -33,6 +33,9 @@ STEPS_PER_RUN = Histogram(
     buckets=(1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 30, 50),
 )
 RUNS = Counter("stacgis_agent_runs_total", "Finished runs by outcome", ["outcome"])
+DRAFTS_WITHDRAWN = Counter(
+    "stacgis_answers_withdrawn", "Draft answers withdrawn for quoting numbers no tool result gave"
+)
 ACTIVE_RUNS = Gauge("stacgis_agent_active_runs", "Runs in progress on this replica")
 
 TOOL_CALLS = Counter(

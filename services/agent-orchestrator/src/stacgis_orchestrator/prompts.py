@@ -36,6 +36,13 @@ REPEATED_CALL = (
     "You already called {name} with these arguments in this request (call {call_id}); its result or error "
     "is above. Do not call it again: answer from what you have."
 )
+# Sent (as the user's words) when an answer quotes numbers that no tool result gave. It repeats the
+# question so the request stays in view however the conversation is compacted.
+UNGROUNDED_DRAFT = (
+    "Your answer has numbers that no tool result of this request gave: {numbers}. Never guess a number. "
+    'Call the tool that gives them (name the place, e.g. place: "Luxembourg"), or, if no dataset, place, '
+    "period or variable covers my question, say so plainly and name what is missing. My question was: {question}"
+)
 SUMMARY_HEADER = "[The model did not write an answer. These are the tool results of this request, shown as they came:]"
 
 

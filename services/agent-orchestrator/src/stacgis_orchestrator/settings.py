@@ -72,6 +72,9 @@ class OrchestratorSettings(ServiceSettings):
     # The loop.
     max_steps: int = Field(default=15, ge=1, le=100)
     history_window: int = Field(default=50, ge=2)
+    # An answer quoting numbers that no tool result gave is withdrawn once and the model asked to look
+    # them up or say what the data lacks (one more step); a second such answer stands, marked.
+    grounding_retry: bool = True
     max_message_chars: int = Field(default=32_000, ge=1)
     max_history_messages: int = Field(default=500, ge=0)
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from stacgis_common.answer import fold_content
 from stacgis_common.auth import mint_internal_token
 
 from .config import GatewaySettings
@@ -197,7 +198,7 @@ class RunManager:
             payload["sessionId"] = spec.session.id
             state.started = True
         elif name == "content":
-            state.content.append(str(payload.get("text") or ""))
+            fold_content(state.content, payload)
         elif name == "tool_start":
             state.tool_calls += 1
         elif name == "approval_required" and payload.get("approvalId"):
@@ -310,7 +311,7 @@ class RunManager:
             last_seq = max(last_seq, as_int(data.get("seq")))
             step = as_int(data.get("step")) or step
             if entry.event == "content":
-                partial.append(str(data.get("content", {}).get("text") or ""))
+                fold_content(partial, data.get("content") or {})
             elif entry.event == "tool_start":
                 tool_calls += 1
         messages = [ChatMessage(role="user", content=meta.message)]

@@ -95,10 +95,12 @@ class ToolError(_message.Message):
     def __init__(self, call_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., error: _Optional[str] = ..., duration_ms: _Optional[int] = ..., kind: _Optional[str] = ...) -> None: ...
 
 class ContentDelta(_message.Message):
-    __slots__ = ("text",)
+    __slots__ = ("text", "replace")
     TEXT_FIELD_NUMBER: _ClassVar[int]
+    REPLACE_FIELD_NUMBER: _ClassVar[int]
     text: str
-    def __init__(self, text: _Optional[str] = ...) -> None: ...
+    replace: bool
+    def __init__(self, text: _Optional[str] = ..., replace: _Optional[bool] = ...) -> None: ...
 
 class ApprovalRequired(_message.Message):
     __slots__ = ("approval_id", "call_id", "tool_name", "arguments", "timeout_seconds", "server", "description")

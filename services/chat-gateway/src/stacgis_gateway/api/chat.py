@@ -12,6 +12,8 @@ from typing import Any
 from fastapi import APIRouter
 from sse_starlette import EventSourceResponse
 
+from stacgis_common.answer import fold_content
+
 from ..deps import Gateway, GatewayDep, UserId
 from ..events import as_int
 from ..metrics import REJECTIONS
@@ -160,7 +162,7 @@ async def chat(body: ChatRequest, gateway: GatewayDep, user_id: UserId) -> ChatA
             events = tail_run(gateway.runs, gateway.manager, gateway.settings, spec.run_id, "0-0", received)
             async for event in events:
                 if event.event == "content":
-                    partial.append(str(json.loads(str(event.data))["content"].get("text") or ""))
+                    fold_content(partial, json.loads(str(event.data))["content"])
                 elif event.event in ("done", "error"):
                     final = (str(event.event), json.loads(str(event.data)))
     except TimeoutError:
