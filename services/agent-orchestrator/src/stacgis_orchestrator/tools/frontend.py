@@ -132,6 +132,17 @@ def _chart(args: dict[str, Any]) -> FrontendCommand:
 
 NUMBER_PAIR = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
 
+
+def view_properties(place_description: str) -> dict[str, Any]:
+    """The arguments of a map tool that sets the view: a place name (settled by tools/places.py) or lat/lon."""
+    return {
+        "place": {"type": "string", "maxLength": 200, "description": place_description},
+        "lat": {"type": "number", "minimum": -90, "maximum": 90, "description": "Only if no place"},
+        "lon": {"type": "number", "minimum": -180, "maximum": 180, "description": "Only if no place"},
+        "zoom": {"type": "number", "minimum": 0, "maximum": 22, "description": "0 world to 18 street"},
+    }
+
+
 FRONTEND_TOOLS: list[tuple[RegisteredTool, Callable[[dict[str, Any]], FrontendCommand]]] = [
     (
         RegisteredTool(
@@ -139,16 +150,7 @@ FRONTEND_TOOLS: list[tuple[RegisteredTool, Callable[[dict[str, Any]], FrontendCo
             description="Use for showing a place on the user's map: pass place, e.g. 'Berlin'.",
             input_schema={
                 "type": "object",
-                "properties": {
-                    "place": {
-                        "type": "string",
-                        "maxLength": 200,
-                        "description": "Place name, e.g. 'Berlin', or 'selection' or 'drawn area'",
-                    },
-                    "lat": {"type": "number", "minimum": -90, "maximum": 90, "description": "Only if no place"},
-                    "lon": {"type": "number", "minimum": -180, "maximum": 180, "description": "Only if no place"},
-                    "zoom": {"type": "number", "minimum": 0, "maximum": 22, "description": "0 world to 18 street"},
-                },
+                "properties": view_properties("Place name, e.g. 'Berlin', or 'selection' or 'drawn area'"),
                 "required": [],
                 "additionalProperties": False,
             },
@@ -174,14 +176,7 @@ FRONTEND_TOOLS: list[tuple[RegisteredTool, Callable[[dict[str, Any]], FrontendCo
                         "description": "e.g. viridis, terrain",
                     },
                     "rescale": {**NUMBER_PAIR, "description": "[min, max] of the colours, in data units"},
-                    "place": {
-                        "type": "string",
-                        "maxLength": 200,
-                        "description": "Optional place to centre the map on, e.g. 'Luxembourg'",
-                    },
-                    "lat": {"type": "number", "minimum": -90, "maximum": 90, "description": "Only if no place"},
-                    "lon": {"type": "number", "minimum": -180, "maximum": 180, "description": "Only if no place"},
-                    "zoom": {"type": "number", "minimum": 0, "maximum": 22, "description": "0 world to 18 street"},
+                    **view_properties("Optional place to centre the map on, e.g. 'Luxembourg'"),
                 },
                 "required": ["collection_id"],
                 "additionalProperties": False,
