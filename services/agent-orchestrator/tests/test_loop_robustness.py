@@ -20,7 +20,7 @@ import httpx
 import pytest
 from orchestrator_helpers import content, model_requests, names, run_events, set_rules, terminal
 
-from conftest import SERVERS, ToolServer, orchestrator, orchestrator_env
+from conftest import SERVERS, ToolServer, orchestrator, orchestrator_env, tool_server
 from stacgis_common.testing import RunningService, free_port, run_service
 from stacgis_orchestrator.context_window import RETRY_SHRINK
 from stacgis_orchestrator.llm.ollama import OllamaProvider
@@ -442,3 +442,27 @@ async def test_the_context_window_is_read_from_api_show(model_server, window_mod
             assert await provider.context_length(model) == window_size, (url, model)
         finally:
             await provider.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_tool_server_that_comes_up_after_the_orchestrator_is_awaited_before_ready(
+    model_server, model_url, redis_url, tool_folder
+) -> None:
+    port = free_port()
+    servers = {"raster": f"http://127.0.0.1:{port}/mcp"}
+    env = orchestrator_env(model_server.url, redis_url, servers, tool_listing_grace_seconds="120", llm_warmup="false")
+    with orchestrator(env) as service:
+        early = httpx.get(service.url + "/readyz", timeout=10)
+        assert early.status_code == 503 and "raster" in early.json()["checks"]["tools"], early.text
+        with tool_server("raster", tool_folder, port):
+            deadline = time.monotonic() + 60
+            while (ready := httpx.get(service.url + "/readyz", timeout=10)).status_code != 200:
+                assert time.monotonic() < deadline, ready.text
+                await asyncio.sleep(0.5)
+            assert ready.json()["checks"]["tools"] == "ok"
+            message = unique("late tools")
+            await set_rules(model_url, {"name": "ok", "match": {"last_user": "late tools"}, "content": "ok"})
+            await run_events(service.url, {"message": message})
+            (request,) = await model_requests(model_url, contains=message)
+            offered = {tool["function"]["name"] for tool in request["body"]["tools"]}
+            assert "query_raster_point" in offered, "the first run has the late server's tools"

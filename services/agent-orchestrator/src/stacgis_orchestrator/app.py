@@ -53,6 +53,9 @@ def create_app(settings: OrchestratorSettings) -> FastAPI:
     async def model_ready() -> None:
         await app.state.services.ready_model()
 
+    async def tools_ready() -> None:
+        await app.state.services.ready_tools()
+
     @app.exception_handler(RedisError)
     async def redis_unavailable(_: Request, error: RedisError) -> JSONResponse:
         # Runs, cancels and approvals are coordinated through Redis: without it, say so plainly.
@@ -62,7 +65,7 @@ def create_app(settings: OrchestratorSettings) -> FastAPI:
             headers={"Retry-After": "5"},
         )
 
-    for route in health_routes({"redis": redis_ready, "model": model_ready}):
+    for route in health_routes({"redis": redis_ready, "model": model_ready, "tools": tools_ready}):
         app.router.routes.append(route)
     app.add_route("/metrics", metrics_endpoint, methods=["GET"], include_in_schema=False)
     identity = identity_dependency(settings)

@@ -24,10 +24,6 @@ from .tools.pool import ToolPool
 
 log = logging.getLogger(__name__)
 
-# Tools listed before this long after start may still miss a slow server; the warm-up waits up to
-# this long for every server's first listing.
-WARMUP_LISTING_WAIT_SECONDS = 30.0
-
 
 def all_tools(catalog: ToolCatalog, pool: ToolPool, settings: OrchestratorSettings) -> list[ToolSpec]:
     """Every available tool, sorted by name: the same list on every step of every run."""
@@ -40,6 +36,27 @@ def all_tools(catalog: ToolCatalog, pool: ToolPool, settings: OrchestratorSettin
     return [tool.spec() for tool in sorted(tools, key=lambda t: t.name)]
 
 
+def unlisted_servers(pool: ToolPool) -> list[str]:
+    return [state.name for state in pool.servers.values() if not state.listed_at]
+
+
+async def settle_first_listing(pool: ToolPool, grace_seconds: float, settled: asyncio.Event) -> None:
+    """Re-list the tool servers that were not up when the orchestrator started, for up to
+    `grace_seconds`, then set `settled`. Until then the orchestrator is not ready: a run (or the
+    warm-up) that started earlier would get a prompt without those servers' tools and catalogues,
+    and a prefix unlike every later one."""
+    try:
+        deadline = time.monotonic() + grace_seconds
+        while unlisted_servers(pool) and time.monotonic() < deadline:
+            await asyncio.sleep(1.0)
+            await pool.refresh_stale()
+        missing = unlisted_servers(pool)
+        if missing:
+            log.warning("tool servers still not listed after %.0f s: %s", grace_seconds, ", ".join(missing))
+    finally:
+        settled.set()
+
+
 async def warm_prefix(
     settings: OrchestratorSettings,
     provider: ChatProvider,
@@ -48,15 +65,13 @@ async def warm_prefix(
     resources: ResourceCache,
     budget: ModelBudget,
     headers: Mapping[str, str],
+    listed: asyncio.Event,
 ) -> None:
     """One model call with the run prefix (system prompt + tools) and one output token, so the model
     server has it cached before the first user arrives. Failures are logged, never raised."""
     model = settings.llm_model
     try:
-        deadline = time.monotonic() + WARMUP_LISTING_WAIT_SECONDS
-        while any(not state.listed_at for state in pool.servers.values()) and time.monotonic() < deadline:
-            await asyncio.sleep(1.0)
-            await pool.refresh_stale()
+        await listed.wait()
         texts = await resources.get(headers)
         messages = [Message(role="system", content=system_prompt(texts))]
         tools = all_tools(catalog, pool, settings) if settings.tool_selection == "all" else []

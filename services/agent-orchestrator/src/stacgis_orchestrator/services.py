@@ -17,7 +17,7 @@ from .llm.base import ChatProvider
 from .llm.ollama import OllamaProvider
 from .llm.openai import OpenAIProvider
 from .loop import AgentDeps
-from .prefix import warm_prefix
+from .prefix import settle_first_listing, unlisted_servers, warm_prefix
 from .settings import OrchestratorSettings
 from .tools.catalog import ToolCatalog
 from .tools.pool import ToolPool
@@ -58,8 +58,11 @@ class Services:
     embeddings: EmbeddingsClient
     provider: ChatProvider
     deps: AgentDeps
+    # Set once every tool server has been listed, or the start-up grace has passed.
+    tools_listed: asyncio.Event
     _indexer: asyncio.Task[None] | None = None
     _warmer: asyncio.Task[None] | None = None
+    _lister: asyncio.Task[None] | None = None
 
     @classmethod
     async def start(cls, settings: OrchestratorSettings) -> Services:
@@ -88,7 +91,11 @@ class Services:
             coordinator=coordinator,
             budget=ModelBudget(settings.llm_num_ctx),
         )
-        services = cls(settings, coordinator, pool, catalog, selector, embeddings, provider, deps)
+        services = cls(settings, coordinator, pool, catalog, selector, embeddings, provider, deps, asyncio.Event())
+        services._lister = asyncio.create_task(
+            settle_first_listing(pool, settings.tool_listing_grace_seconds, services.tools_listed),
+            name="first-tool-listing",
+        )
         services._indexer = asyncio.create_task(services._index_tools(), name="tool-embedding-index")
         warmup = settings.llm_warmup if settings.llm_warmup is not None else settings.llm_provider == "ollama"
         if warmup:
@@ -101,6 +108,7 @@ class Services:
                     deps.resources,
                     deps.budget,
                     {"Authorization": f"Bearer {mint_for(settings, SERVICE_IDENTITY)}"},
+                    services.tools_listed,
                 ),
                 name="prompt-prefix-warmup",
             )
@@ -121,8 +129,13 @@ class Services:
     async def ready_model(self) -> None:
         await self.provider.ready()
 
+    async def ready_tools(self) -> None:
+        """Not ready while tool servers that were down at start may still come (see settle_first_listing)."""
+        if not self.tools_listed.is_set():
+            raise RuntimeError(f"waiting for the first listing of: {', '.join(unlisted_servers(self.pool))}")
+
     async def aclose(self) -> None:
-        for task in (self._indexer, self._warmer):
+        for task in (self._lister, self._indexer, self._warmer):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

@@ -60,6 +60,9 @@ class OrchestratorSettings(ServiceSettings):
     # MCP tool servers: name -> URL of the /mcp endpoint. Order decides who keeps a colliding tool name.
     mcp_servers: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_MCP_SERVERS))
     tool_refresh_seconds: float = Field(default=60.0, gt=0)
+    # At start, tool servers not up yet are re-listed for up to this long; until all are listed (or the
+    # time is over) the orchestrator is not ready, so no run gets a prompt without their tools.
+    tool_listing_grace_seconds: float = Field(default=30.0, ge=0)
     tool_timeout_seconds: float = Field(default=60.0, gt=0)
     # Retries of read-only tools after a transient failure (connection error, 502/503/504).
     tool_retries: int = Field(default=2, ge=0, le=10)
