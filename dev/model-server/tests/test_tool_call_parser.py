@@ -65,14 +65,23 @@ def test_malformed_json_is_returned_as_text() -> None:
 
 
 def test_fenced_code_that_is_no_call_stays_text() -> None:
-    text = (
-        "Example:\n```python\nprint('hi')\n```\nand a fence naming an unknown tool:\n```json\n"
-        + json.dumps({"name": "rm_rf", "arguments": {}})
-        + "\n```"
-    )
+    data = json.dumps({"name": "Lima", "pop": 9})
+    text = f"Example:\n```python\nprint('hi')\n```\nand data:\n```json\n{data}\n```"
     shown, calls = split_tool_calls(text, NAMES)
     assert calls == []
     assert shown == text
+
+
+def test_a_call_shaped_fence_naming_a_tool_not_offered_is_still_a_call() -> None:
+    # Seen from the embedded model: a misremembered name. The client answers "unknown tool, did you
+    # mean ..."; shown as text, the JSON would have been the user's answer.
+    call = {"name": "get_raster_point", "arguments": {"collection_id": "bcsd-temperature-1999", "lon": -78.6}}
+    shown, calls = split_tool_calls(f"```json\n{json.dumps(call, indent=2)}\n```", NAMES)
+    assert shown == "" and [(c.name, c.arguments) for c in calls] == [(call["name"], call["arguments"])]
+    # Anything more or less than a call's two keys stays text.
+    for other in ({"name": "x", "arguments": {}, "note": 1}, {"name": "x"}):
+        text = f"```json\n{json.dumps(other)}\n```"
+        assert split_tool_calls(text, NAMES) == (text, [])
 
 
 def test_unclosed_block_holding_a_whole_call_counts() -> None:
@@ -96,9 +105,9 @@ def test_a_call_inside_the_templates_tools_tag_counts_only_for_offered_tools() -
     call = {"name": "get_weather", "arguments": {"city": "Nairobi"}}
     shown, calls = split_tool_calls(f"<tools>\n{json.dumps(call)}\n</tools>", NAMES)
     assert shown.strip() == "" and [(c.name, c.arguments) for c in calls] == [("get_weather", {"city": "Nairobi"})]
-    unknown = '<tools>{"name": "drop_tables", "arguments": {}}</tools>'
-    shown, calls = split_tool_calls(unknown, NAMES)
-    assert shown == unknown and calls == []
+    echoed = '<tools>{"type": "function", "function": {"name": "drop_tables", "parameters": {}}}</tools>'
+    shown, calls = split_tool_calls(echoed, NAMES)
+    assert shown == echoed and calls == [], "the tool list echoed back is no call"
     assert feed_in_pieces(f"<tools>{json.dumps(call)}</tools>", 3)[1] == [("get_weather", {"city": "Nairobi"})]
 
 

@@ -466,3 +466,21 @@ async def test_a_tool_server_that_comes_up_after_the_orchestrator_is_awaited_bef
             (request,) = await model_requests(model_url, contains=message)
             offered = {tool["function"]["name"] for tool in request["body"]["tools"]}
             assert "query_raster_point" in offered, "the first run has the late server's tools"
+
+
+@pytest.mark.asyncio
+async def test_a_misremembered_tool_name_is_answered_with_the_nearest_one(orch, model_url) -> None:
+    message = unique("misnamed tool")
+    call = {"name": "get_raster_point", "arguments": {"collection_id": "lux-dem", "lon": 6.1, "lat": 49.6}}
+    right = {**call, "name": "query_raster_point"}
+    await set_rules(
+        model_url,
+        {"name": "wrong", "match": {"last_user": "misnamed tool", "step": 0}, "tool_calls": [call]},
+        {"name": "right", "match": {"last_user": "misnamed tool", "step": 1}, "tool_calls": [right]},
+        {"name": "answer", "match": {"last_user": "misnamed tool", "step": 2}, "content": "done"},
+    )
+    events = await run_events(orch.url, {"message": message})
+    error = next(e.payload for e in events if e.name == "tool_error")
+    assert error["kind"] == "unknown_tool" and "Did you mean query_raster_point?" in error["error"]
+    assert [e.payload["toolName"] for e in events if e.name == "tool_start"] == ["query_raster_point"]
+    assert content(events) == "done"

@@ -159,6 +159,33 @@ async def test_a_layer_shown_over_a_named_place_centres_the_map_there(
 
 
 @pytest.mark.asyncio
+async def test_coordinates_the_user_typed_win_over_a_place_the_model_added(
+    places_orch: RunningService, model_url: str
+) -> None:
+    box = [5.8, 49.5, 6.2, 49.9]
+    typed = {"collection_id": "luxembourg-dem", "bbox": box, "place": "Luxembourg"}
+    message = "mean in the box 5.8, 49.5, 6.2, 49.9"
+    events = await one_call(places_orch, model_url, message, "get_raster_statistics", typed)
+    start = payload(events, "tool_start")["arguments"]
+    assert "place" not in start and start["bbox"] == box
+    result = json.loads(payload(events, "tool_result")["result"])
+    assert "place" not in result and "note" not in result
+
+    # Coordinates the model typed itself (not in the message) lose to the place, and the tool says so.
+    events = await one_call(places_orch, model_url, "mean over Luxembourg please", "get_raster_statistics", typed)
+    assert payload(events, "tool_start")["arguments"]["place"] == "Luxembourg"
+    result = json.loads(payload(events, "tool_result")["result"])
+    assert result["place"]["ref"] == "countries/LUX" and "bbox ignored" in result["place"]["note"]
+
+    # "selection" with nothing selected, beside coordinates: the coordinates are used, not an error.
+    point = {"collection_id": "luxembourg-dem", "lon": 6.0, "lat": 49.7, "place": "selection"}
+    events = await one_call(places_orch, model_url, "height here", "query_raster_point", point)
+    start = payload(events, "tool_start")["arguments"]
+    assert "place" not in start and (start["lon"], start["lat"]) == (6.0, 49.7)
+    assert not [e for e in events if e.name == "tool_error"]
+
+
+@pytest.mark.asyncio
 @pytest.mark.parametrize(
     ("place", "fragments"),
     [("Fuzhou", ["cities/1810820", "cities/1810821"]), ("Atlantis Qwertyville", ["no country, city"])],

@@ -5,7 +5,8 @@ often writes the same object in a ```` ```json ```` fence instead, and sometimes
 ``<tools>...</tools>``, the tag its chat template wraps the tool list in. Text outside calls is streamed at
 once, except a tail that may be the start of a call, which is held until it is clear. A block that
 does not hold a valid call (malformed JSON, a fence with ordinary code) goes out as text: a model's
-mistake is never a crash.
+mistake is never a crash. An object shaped exactly as a call but naming a tool that was not offered
+is still a call (the client reports the unknown name back to the model).
 """
 
 from __future__ import annotations
@@ -80,6 +81,20 @@ def parse_calls(body: str, names: Collection[str] | None) -> list[ToolCall] | No
     return [call for call in calls if call is not None]
 
 
+def _misnamed_calls(body: str) -> list[ToolCall] | None:
+    """Objects shaped exactly as calls ({"name", "arguments"} and nothing else) whose name is not an
+    offered tool ("get_raster_point"): the model meant a call, so the client gets it and answers
+    with its unknown-tool error, instead of the user getting the JSON as an answer."""
+    try:
+        value = json.loads(body.strip(), strict=False)
+    except (ValueError, RecursionError):
+        return None
+    values = value if isinstance(value, list) else [value]
+    if not values or not all(isinstance(v, dict) and set(v) == {"name", "arguments"} for v in values):
+        return None
+    return parse_calls(body, None)
+
+
 @dataclass
 class ToolCallStream:
     """Feed generated text; get back text that is safe to show and the calls found so far.
@@ -144,6 +159,8 @@ class ToolCallStream:
             if first.strip() and not first.strip().startswith(("{", "[")):
                 body = remainder
         found = parse_calls(body, names)
+        if found is None and names is not None:
+            found = _misnamed_calls(body)
         if found is None and opener == FENCE:
             found = self._bare_arguments(body)
         if found is None:

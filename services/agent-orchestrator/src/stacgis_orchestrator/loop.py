@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import difflib
 import json
 import logging
 import time
@@ -532,7 +533,9 @@ class AgentRun:
 
     async def _act(self, calls: list[ToolCall], offered: list[ToolSpec]) -> list[Message]:
         """Run one step's tool calls; returns their tool messages in call order."""
-        calls = await settle_places(calls, self.deps.catalog, self.run.spatial, self.deps.pool, self._headers)
+        calls = await settle_places(
+            calls, self.deps.catalog, self.run.spatial, self.deps.pool, self._headers, self.run.message
+        )
         prepared = [self._prepare(call, offered) for call in calls]
         for item in prepared:
             self._check_repeat(item)
@@ -603,11 +606,15 @@ class AgentRun:
     def _prepare(self, call: ToolCall, offered: list[ToolSpec]) -> _Prepared:
         tool = self.deps.catalog.get(call.name)
         if tool is None:
-            names = ", ".join(spec.name for spec in offered) or "none this step"
+            offered_names = [spec.name for spec in offered]
+            names = ", ".join(offered_names) or "none this step"
+            # Small models misremember names ("get_raster_point"): point at the nearest one.
+            near = difflib.get_close_matches(call.name, offered_names, n=1, cutoff=0.75)
+            hint = f" Did you mean {near[0]}?" if near else ""
             return _Prepared(
                 call,
                 None,
-                error=f"Unknown tool {call.name!r}. Tools you can call: {names}. Call one of these, or answer.",
+                error=f"Unknown tool {call.name!r}.{hint} Tools you can call: {names}. Call one of these, or answer.",
                 error_kind="unknown_tool",
             )
         if call.arguments_error is not None:

@@ -4,6 +4,11 @@
   from the run's spatial context: a vector-tools feature as its ref "<dataset>/<id>", any other shape as
   `geometry` (areas), `lon`/`lat` (points) or `bbox`, whichever the tool takes. No selection or drawing is
   a clear tool error, never a guess.
+- Coordinates the user typed win: when a call gives both `place` and coordinates (lon/lat, bbox,
+  points) and every coordinate is a number of the user's message, `place` is dropped. A small model
+  copies "longitude -140, latitude 0" faithfully but adds a `place` it made up ("selection", "Puerto
+  Rico", "103.8, 1.35"). The same when the place is the selection or drawn area and there is none.
+  Otherwise a named place wins over coordinates the model typed itself (raster-tools says so).
 - The place name of a map tool (zoom_to_location, visualize_collection) is resolved by vector-tools'
   `resolve_place` over MCP (with the run's headers, like any tool call): the browser gets plain
   coordinates, so it needs no resolver of its own.
@@ -17,6 +22,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..grounding import extract_numbers
 from ..llm.types import ToolCall
 from .pool import ToolPool, ToolUnavailable
 from .registry import RegisteredTool
@@ -33,6 +39,8 @@ ZOOM_TOOL = "zoom_to_location"
 VIEW_TOOLS = frozenset({ZOOM_TOOL, "visualize_collection"})
 POINT_ZOOM = 10
 AREA_TYPES = frozenset({"Polygon", "MultiPolygon"})
+# Arguments that locate a call by numbers.
+COORDINATE_KEYS = ("lon", "lat", "bbox", "points")
 
 
 class PlaceError(ValueError):
@@ -159,18 +167,51 @@ async def _view_arguments(
     return {**arguments, "place": label, "lat": lat, "lon": lon, "zoom": arguments.get("zoom", zoom)}
 
 
+def _coordinates(arguments: Mapping[str, Any]) -> list[float]:
+    numbers: list[float] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, bool):
+            return
+        if isinstance(value, int | float):
+            numbers.append(float(value))
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    for key in COORDINATE_KEYS:
+        walk(arguments.get(key))
+    return numbers
+
+
+def _typed_by_user(numbers: list[float], question: str) -> bool:
+    """Every number is one the user wrote (signs aside: "80 W" may come as -80)."""
+    written = {abs(found.value) for found in extract_numbers(question)}
+    return bool(numbers) and all(any(math.isclose(abs(n), w, abs_tol=1e-9) for w in written) for n in numbers)
+
+
+def _user_shape_missing(name: str, spatial: SpatialInput) -> bool:
+    if name in SELECTION_NAMES:
+        return not spatial.selected_feature
+    return name in DRAWN_NAMES and not spatial.drawn_geometry
+
+
 async def _settle(
     call: ToolCall,
     catalog: ToolCatalog,
     spatial: SpatialInput,
     pool: ToolPool,
     headers: Callable[[], Mapping[str, str]],
+    question: str,
 ) -> ToolCall:
     tool = catalog.get(call.name)
     place = call.arguments.get("place") if call.arguments_error is None else None
     if tool is None or not isinstance(place, str) or "place" not in (tool.input_schema.get("properties") or {}):
         return call
     name = " ".join(place.lower().split())
+    coordinates = _coordinates(call.arguments)
+    if coordinates and (_typed_by_user(coordinates, question) or _user_shape_missing(name, spatial)):
+        return ToolCall(call.id, call.name, {key: value for key, value in call.arguments.items() if key != "place"})
     try:
         if name in SELECTION_NAMES or name in DRAWN_NAMES:
             arguments = _user_place_arguments(tool, call.arguments, name, spatial)
@@ -189,7 +230,8 @@ async def settle_places(
     spatial: SpatialInput,
     pool: ToolPool,
     headers: Callable[[], Mapping[str, str]],
+    question: str,
 ) -> list[ToolCall]:
     """The calls with their `place` arguments settled (same ids, same order); a place that cannot be
     settled turns its call into an invalid one whose error the model reads."""
-    return [await _settle(call, catalog, spatial, pool, headers) for call in calls]
+    return [await _settle(call, catalog, spatial, pool, headers, question) for call in calls]
