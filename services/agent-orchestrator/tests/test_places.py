@@ -270,7 +270,7 @@ async def test_the_drawn_area_is_passed_as_geometry_and_its_centre_to_the_map(
             "get_raster_statistics",
             {"collection_id": "luxembourg-dem", "place": "selection"},
             {},
-            "no feature is selected",
+            "nothing is selected",
         ),
         ("zoom_to_location", {"place": "drawn area"}, {}, "drawn nothing"),
         (

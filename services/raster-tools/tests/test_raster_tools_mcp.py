@@ -142,6 +142,18 @@ async def test_luxembourg_dem_statistics_match_the_source_file(raster_service: s
         assert stats["percentiles"]["p5"] < stats["percentiles"]["p50"] < stats["percentiles"]["p95"]
 
 
+async def test_statistics_without_an_area_cover_the_whole_collection(raster_service: str) -> None:
+    async with connect(raster_service) as mcp:
+        result = await call(mcp, "get_raster_statistics", collection_id="luxembourg-dem")
+        with rasterio.open(source_file(f"{TERRA}/ex/elev.tif")) as ds:
+            data = ds.read(1, masked=True)
+            west, south, east, north = ds.bounds
+        stats = result["statistics"]
+        assert (stats["min"], stats["max"]) == (float(data.min()), float(data.max()))
+        assert stats["valid_pixels"] == data.count()
+        assert result["area"]["bbox"] == pytest.approx([west, south, east, north], abs=1e-6)
+
+
 async def test_ndvi_range_matches_numpy_on_the_landsat_scene(raster_service: str) -> None:
     async with connect(raster_service) as mcp:
         with rasterio.open(source_file(f"{STARS}/tif/L7_ETMs.tif")) as ds:

@@ -306,6 +306,8 @@ class RasterService:
         record = await self.collection(collection_id)
         info = self.band(record, band)
         interval = parse_interval(datetime)
+        if bbox is None and geometry is None and record.bbox is not None:
+            bbox = list(record.bbox)  # no area named: the whole collection
         area = await self.area(bbox, geometry, token=token)
         items, note = await self.latest_or_matching(
             record, interval, area.geometry.bounds, self.settings.max_change_items_per_period, area.argument

@@ -35,7 +35,7 @@ PointPlace = Annotated[
 ]
 AreaPlace = Annotated[
     str | None,
-    Field(description="Place name, e.g. 'Luxembourg', 'selection', 'drawn area' or a ref; better than numbers"),
+    Field(description="Place name, e.g. 'Luxembourg', or a ref; better than numbers"),
 ]
 BBoxArg = Annotated[
     list[float] | str | None,
@@ -124,7 +124,10 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
 
     @server.tool(
         annotations=READ_ONLY,
-        description="Use for a whole area's mean, min and max, e.g. 'mean elevation of Peru' (place: 'Peru').",
+        description=(
+            "Use for a whole area's mean, min and max, e.g. 'mean elevation of Peru' (place: 'Peru'); "
+            "no place: the whole collection."
+        ),
     )
     async def get_raster_statistics(
         collection_id: CollectionId,

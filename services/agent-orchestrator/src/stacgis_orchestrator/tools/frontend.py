@@ -150,7 +150,7 @@ FRONTEND_TOOLS: list[tuple[RegisteredTool, Callable[[dict[str, Any]], FrontendCo
             description="Use for showing a place on the user's map: pass place, e.g. 'Berlin'.",
             input_schema={
                 "type": "object",
-                "properties": view_properties("Place name, e.g. 'Berlin', or 'selection' or 'drawn area'"),
+                "properties": view_properties("Place name, e.g. 'Berlin'"),
                 "required": [],
                 "additionalProperties": False,
             },

@@ -5,10 +5,11 @@
   `geometry` (areas), `lon`/`lat` (points) or `bbox`, whichever the tool takes. No selection or drawing is
   a clear tool error, never a guess.
 - Coordinates the user typed win: when a call gives both `place` and coordinates (lon/lat, bbox,
-  points) and every coordinate is a number of the user's message, `place` is dropped. A small model
-  copies "longitude -140, latitude 0" faithfully but adds a `place` it made up ("selection", "Puerto
-  Rico", "103.8, 1.35"). The same when the place is the selection or drawn area and there is none.
-  Otherwise a named place wins over coordinates the model typed itself (raster-tools says so).
+  points, a geometry's coordinates) and every coordinate is a number of the user's message, `place`
+  is dropped. A small model copies "longitude -140, latitude 0" faithfully but adds a `place` it
+  made up ("selection", "Puerto Rico", "103.8, 1.35"). The same when the place is the selection or
+  drawn area and there is none. Otherwise a named place wins over coordinates the model typed
+  itself (raster-tools says so).
 - The place name of a map tool (zoom_to_location, visualize_collection) is resolved by vector-tools'
   `resolve_place` over MCP (with the run's headers, like any tool call): the browser gets plain
   coordinates, so it needs no resolver of its own.
@@ -39,6 +40,8 @@ ZOOM_TOOL = "zoom_to_location"
 VIEW_TOOLS = frozenset({ZOOM_TOOL, "visualize_collection"})
 POINT_ZOOM = 10
 AREA_TYPES = frozenset({"Polygon", "MultiPolygon"})
+# What to do instead, in the error: the model asked for a selection it made up, not the user.
+NO_USER_SHAPE = "name the place instead (e.g. place: 'Luxembourg'), or leave place out"
 # Arguments that locate a call by numbers.
 COORDINATE_KEYS = ("lon", "lat", "bbox", "points")
 
@@ -87,7 +90,7 @@ def _user_shape(name: str, spatial: SpatialInput) -> tuple[dict[str, Any], str |
     if name in SELECTION_NAMES:
         feature = spatial.selected_feature
         if not feature:
-            raise PlaceError("place: 'selection' was given but no feature is selected on the user's map")
+            raise PlaceError(f"place: 'selection' was given but nothing is selected on the user's map; {NO_USER_SHAPE}")
         geometry = feature.get("geometry")
         if not isinstance(geometry, dict) or not geometry:
             raise PlaceError("place: the selected feature has no geometry")
@@ -100,7 +103,7 @@ def _user_shape(name: str, spatial: SpatialInput) -> tuple[dict[str, Any], str |
         return geometry, ref, label
     drawn = spatial.drawn_geometry
     if not drawn:
-        raise PlaceError("place: 'drawn area' was given but the user has drawn nothing on the map")
+        raise PlaceError(f"place: 'drawn area' was given but the user has drawn nothing on the map; {NO_USER_SHAPE}")
     return drawn, None, "the drawn area"
 
 
@@ -181,6 +184,9 @@ def _coordinates(arguments: Mapping[str, Any]) -> list[float]:
 
     for key in COORDINATE_KEYS:
         walk(arguments.get(key))
+    geometry = arguments.get("geometry")
+    if isinstance(geometry, Mapping):
+        walk(geometry.get("coordinates"))
     return numbers
 
 
