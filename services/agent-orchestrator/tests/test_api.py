@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 from orchestrator_helpers import auth, content, run_events, set_rules, terminal
 
 from conftest import orchestrator, orchestrator_env
-from stacgis_common.testing import free_port
+from stacgis_common.testing import free_port, run_service
 
 
 def test_tools_lists_every_tool_with_server_schema_and_flags(orch) -> None:
@@ -186,13 +187,32 @@ async def test_openai_compatible_provider_runs_the_same_loop(model_server, redis
 @pytest.mark.asyncio
 async def test_model_server_down_is_an_error_event_not_a_hang(redis_url, raster) -> None:
     dead = f"http://127.0.0.1:{free_port()}"
-    env = orchestrator_env(dead, redis_url, {"raster": raster.mcp})
+    env = orchestrator_env(dead, redis_url, {"raster": raster.mcp}, llm_unavailable_wait_seconds="4")
     with orchestrator(env) as service:
         events = await run_events(service.url, {"message": "anyone there?"}, timeout=30)
         readiness = httpx.get(service.url + "/readyz")
     error = terminal(events).proto.error
     assert error.code == "model_unavailable" and dead in error.message
+    waits = [e.payload["text"] for e in events if e.name == "thinking"]
+    assert len(waits) == 2 and all(w.startswith("Waiting for the model") for w in waits), "1 s, then 2 s: 4 s spent"
     assert readiness.status_code == 503 and readiness.json()["checks"]["model"].startswith("error")
+
+
+@pytest.mark.asyncio
+async def test_a_run_started_while_the_model_server_restarts_completes(redis_url, raster, tmp_path) -> None:
+    port = free_port()
+    env = orchestrator_env(f"http://127.0.0.1:{port}", redis_url, {"raster": raster.mcp}, llm_warmup="false")
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"rules": [{"name": "ok", "match": {"last_user": "still there"}, "content": "Back."}]}))
+    model_env = {"MODEL_SERVER_PORT": str(port), "MODEL_SERVER_RULES_PATH": str(rules)}
+    with orchestrator(env) as service:
+        run = asyncio.create_task(run_events(service.url, {"message": "still there?"}, timeout=60))
+        await asyncio.sleep(2.5)
+        assert not run.done()
+        with run_service("stacgis_model_server", model_env, port):
+            events = await run
+    assert content(events) == "Back." and terminal(events).proto.done.finish_reason == "completed"
+    assert any(e.payload["text"].startswith("Waiting for the model") for e in events if e.name == "thinking")
 
 
 @pytest.mark.asyncio

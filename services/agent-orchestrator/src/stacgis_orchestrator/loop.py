@@ -60,6 +60,8 @@ ERROR_CODES = {
     "model_error": "model_error",
 }
 LAST_THOUGHT_CHARS = 500
+# Backoff while the model server cannot be reached: first wait and cap, in seconds.
+UNAVAILABLE_FIRST_WAIT_SECONDS, UNAVAILABLE_MAX_WAIT_SECONDS = 1.0, 8.0
 
 
 @dataclass(frozen=True)
@@ -413,7 +415,7 @@ class AgentRun:
                 log.info("compacted %d messages to fit the context window (level %d)", compacted, level)
             raw_estimate = estimate_tokens(fitted, native)
             try:
-                turn, visible = await self._call_model(fitted, native, offered, detect)
+                turn, visible = await self._call_model_waiting(fitted, native, offered, detect)
             except ModelError as error:
                 if error.code != "context_too_long" or self._step_has_content:
                     raise
@@ -431,6 +433,29 @@ class AgentRun:
                 continue
             budget.calibrate(model, raw_estimate, turn.input_tokens)
             return turn, visible
+
+    async def _call_model_waiting(
+        self, messages: list[Message], native: list[ToolSpec], offered: list[ToolSpec], detect: bool
+    ) -> tuple[ModelTurn, str]:
+        """A model server that is restarting is waited for (bounded, with backoff, said in the activity
+        feed) as long as nothing of this call has reached the user."""
+        deadline = time.monotonic() + self.settings.llm_unavailable_wait_seconds
+        delay = UNAVAILABLE_FIRST_WAIT_SECONDS
+        while True:
+            try:
+                return await self._call_model(messages, native, offered, detect)
+            except ModelError as error:
+                if not error.transient or self._step_has_content or time.monotonic() + delay > deadline:
+                    raise
+                metrics.MODEL_ERRORS.labels("model_unavailable_waited").inc()
+                self.sink.emit(
+                    thinking=events_pb2.Thinking(
+                        text=f"Waiting for the model ({error.message}); trying again in {delay:g} s.\n"
+                    )
+                )
+                await asyncio.sleep(delay)
+                await self._check_cancel()
+                delay = min(delay * 2, UNAVAILABLE_MAX_WAIT_SECONDS)
 
     async def _call_model(
         self, messages: list[Message], native: list[ToolSpec], offered: list[ToolSpec], detect: bool

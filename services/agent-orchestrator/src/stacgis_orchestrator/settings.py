@@ -38,6 +38,9 @@ class OrchestratorSettings(ServiceSettings):
     llm_temperature: float | None = Field(default=None, ge=0)
     # Longest silence allowed while the model streams (and to connect): a stalled model fails the run.
     llm_timeout_seconds: float = Field(default=120.0, gt=0)
+    # A model server that cannot be reached or is not ready (a restart) is waited for this long per
+    # model call, retrying with backoff, before the run fails with model_unavailable.
+    llm_unavailable_wait_seconds: float = Field(default=30.0, ge=0)
     # Send tool schemas natively; when false they are described in the system prompt instead.
     llm_native_tools: bool = True
     # Warm the model's cache with the fixed prompt prefix (system prompt + tools) at start, in the

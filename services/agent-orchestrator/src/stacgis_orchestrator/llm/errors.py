@@ -18,7 +18,9 @@ def model_http_error(status: int, text: str, model: str, base_url: str) -> Model
     if "context" in lowered and any(word in lowered for word in ("length", "exceed", "window", "too long")):
         return ModelError("context_too_long", f"the conversation is too long for model {model!r}: {text}")
     if status in (502, 503, 504):
-        return ModelError("model_unavailable", f"the model server at {base_url} is unavailable ({status}): {text}")
+        return ModelError(
+            "model_unavailable", f"the model server at {base_url} is unavailable ({status}): {text}", transient=True
+        )
     return ModelError("model_error", f"the model server answered {status}: {text}")
 
 
@@ -29,7 +31,9 @@ def transport_error(error: httpx.HTTPError, base_url: str, timeout_seconds: floa
             f"the model server at {base_url} sent nothing for {timeout_seconds:g} s ({type(error).__name__})",
         )
     if isinstance(error, httpx.ConnectError):
-        return ModelError("model_unavailable", f"cannot reach the model server at {base_url}: {error}")
+        return ModelError("model_unavailable", f"cannot reach the model server at {base_url}: {error}", transient=True)
     return ModelError(
-        "model_unavailable", f"the connection to the model server at {base_url} failed: {type(error).__name__}: {error}"
+        "model_unavailable",
+        f"the connection to the model server at {base_url} failed: {type(error).__name__}: {error}",
+        transient=True,
     )

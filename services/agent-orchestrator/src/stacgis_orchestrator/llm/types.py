@@ -71,7 +71,9 @@ ModelErrorCode = Literal["model_unavailable", "model_timeout", "model_error", "c
 class ModelError(Exception):
     """A model call failed in a way the run reports as an error event (never a hang)."""
 
-    def __init__(self, code: ModelErrorCode, message: str) -> None:
+    def __init__(self, code: ModelErrorCode, message: str, *, transient: bool = False) -> None:
         super().__init__(message)
         self.code: ModelErrorCode = code
         self.message = message
+        # The server could not be reached or said it is not ready (restarting, loading): worth waiting for.
+        self.transient = transient
