@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import math
 import warnings
+from pathlib import Path
 
 import httpx
 import numpy as np
 import pytest
+from raster_test_helpers import cog
 from rasterio.errors import NotGeoreferencedWarning
 from rasterio.io import MemoryFile
+from rio_tiler.io import Reader
+
+from conftest import VectorFeatureServer
+from stacgis_common.testing import free_port, run_service
+from stacgis_raster.tiles import ZOOM_OUT_LEVELS
 
 
 def png(response: httpx.Response) -> np.ndarray:
@@ -97,6 +104,42 @@ def test_time_step_is_chosen_with_datetime(raster_service: str) -> None:
     assert not np.array_equal(january, july)
 
 
+def test_a_world_tile_of_a_small_raster_is_transparent_and_below_the_layers_minzoom(
+    raster_service: str, stac_dir: Path
+) -> None:
+    # landsat7-olinda: 349 x 352 pixels in UTM, no overviews; a world tile of it once took minutes and GBs.
+    with Reader(str(cog(stac_dir, "landsat7-olinda"))) as reader:
+        native = reader.minzoom
+        west, south, east, north = reader.get_geographic_bounds(reader.tms.rasterio_geographic_crs)
+    floor = native - ZOOM_OUT_LEVELS
+    assert floor > 0
+    layer = httpx.get(f"{raster_service}/tiles/landsat7-olinda/tilejson.json").json()
+    assert layer["minzoom"] == floor
+    for z in (0, floor - 1):
+        x, y = tile_xy((west + east) / 2, (south + north) / 2, z)
+        data = rgba(png(httpx.get(f"{raster_service}/tiles/landsat7-olinda/{z}/{int(x)}/{int(y)}.png", timeout=30)))
+        assert (data[3] == 0).all(), z
+    x, y = tile_xy((west + east) / 2, (south + north) / 2, floor)
+    data = rgba(png(httpx.get(f"{raster_service}/tiles/landsat7-olinda/{floor}/{int(x)}/{int(y)}.png", timeout=30)))
+    assert 0 < (data[3] > 0).mean() < 0.05, "at the layer's minzoom the scene is a small visible patch"
+
+
+def test_a_tile_past_its_deadline_is_a_504(demo_data: Path, vector_server: VectorFeatureServer) -> None:
+    port = free_port()
+    env = {
+        "RASTER_PORT": str(port),
+        "RASTER_STAC_URL": str(demo_data),
+        "RASTER_VECTOR_TOOLS_URL": vector_server.url,
+        "RASTER_TILE_TIMEOUT_SECONDS": "0.001",
+        "RASTER_LOG_LEVEL": "WARNING",
+    }
+    with run_service("stacgis_raster", env, port, ready_path="/readyz") as service:
+        x, y = tile_xy(6.1, 49.75, 10)
+        response = httpx.get(f"{service.url}/tiles/luxembourg-dem/10/{int(x)}/{int(y)}.png", timeout=30)
+        assert response.status_code == 504 and "0.001 s" in response.json()["error"]
+        assert httpx.get(f"{service.url}/healthz").status_code == 200
+
+
 def test_tilejson_describes_the_layer(raster_service: str) -> None:
     response = httpx.get(f"{raster_service}/tiles/luxembourg-dem/tilejson.json", params={"colormap_name": "viridis"})
     assert response.status_code == 200
@@ -104,7 +147,7 @@ def test_tilejson_describes_the_layer(raster_service: str) -> None:
     assert body["tilejson"] == "3.0.0"
     assert body["tiles"] == [f"{raster_service}/tiles/luxembourg-dem/{{z}}/{{x}}/{{y}}.png?colormap_name=viridis"]
     assert body["bounds"] == pytest.approx([5.741667, 49.441667, 6.533333, 50.191667], abs=1e-4)
-    assert body["minzoom"] == 0 and body["maxzoom"] >= 7
+    assert 0 <= body["minzoom"] < body["maxzoom"] and body["maxzoom"] >= 7
 
 
 @pytest.mark.parametrize(

@@ -64,6 +64,8 @@ class RasterSettings(ServiceSettings):
     # (defaults to the URL the request came in on).
     tile_cache_seconds: int = Field(default=3600, ge=0)
     tile_size: int = Field(default=256, ge=64, le=1024)
+    # A tile still rendering after this long is answered 504 (its worker thread finishes on its own).
+    tile_timeout_seconds: float = Field(default=20.0, gt=0)
     public_base_url: str | None = None
 
     @field_validator("stac_url")
