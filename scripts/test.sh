@@ -58,6 +58,8 @@ if [ -d tests/eval ]; then
     if curl -sf --max-time 30 -X POST http://127.0.0.1:11434/api/show -d "{\"model\": \"$EVAL_MODEL\"}" >/dev/null; then
       run "eval smoke ($EVAL_MODEL)" $PY -m tests.eval --tasks smoke --scripted off --timeout 420 \
         --results .local/eval/smoke.json --report .local/eval/smoke.md
+      [ -d frontend/e2e ] && run "frontend e2e ($EVAL_MODEL, browser)" \
+        bash -c "cd frontend && E2E_EMBEDDED=1 npx playwright test e2e/embedded.spec.ts"
     else
       # make setup always installs the embedded model: not serving it is a broken setup, not a skip.
       printf '\n===== eval smoke: FAILED, the local model server does not serve %s\n' "$EVAL_MODEL"

@@ -484,3 +484,25 @@ async def test_a_misremembered_tool_name_is_answered_with_the_nearest_one(orch, 
     assert error["kind"] == "unknown_tool" and "Did you mean query_raster_point?" in error["error"]
     assert [e.payload["toolName"] for e in events if e.name == "tool_start"] == ["query_raster_point"]
     assert content(events) == "done"
+
+
+@pytest.mark.asyncio
+async def test_a_forced_answer_with_invented_numbers_is_withdrawn_too(orch, model_url) -> None:
+    message = unique("forced invention")
+    call = {"name": "query_raster_point", "arguments": {"collection_id": "lux-dem", "lon": 6.1, "lat": 49.6}}
+    await set_rules(
+        model_url,
+        {"name": "first", "match": {"last_user": "forced invention", "step": 0}, "tool_calls": [call]},
+        {"name": "again", "match": {"last_user": "forced invention", "step": 1}, "tool_calls": [call]},
+        {
+            "name": "honest",
+            "match": {"last_user": FORCED, "any_message": UNGROUNDED_MARK},
+            "content": "The tool gave the height at that point only.",
+        },
+        {"name": "invented", "match": {"last_user": FORCED}, "content": "It is 999 m high."},
+    )
+    events = await run_events(orch.url, {"message": message})
+    done = terminal(events).proto.done
+    assert done.content == "The tool gave the height at that point only." and done.finish_reason == "completed"
+    assert sum(1 for e in events if e.name == "content" and e.payload.get("replace")) == 1
+    assert done.grounding.unsupported_count == 0

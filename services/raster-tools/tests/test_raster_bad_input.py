@@ -33,7 +33,6 @@ CASES = [
         ["'bbox'", "outside -90..90"],
     ),
     ("get_raster_statistics", {"collection_id": "luxembourg-dem", "bbox": "5.7,NaN,6.6,50.2"}, ["'bbox'", "finite"]),
-    ("get_raster_statistics", {"collection_id": "luxembourg-dem"}, ["'place'", "required"]),
     ("compute_zonal_stats", {"collection_id": "luxembourg-dem"}, ["'place'", "required"]),
     ("query_raster_point", {"collection_id": "luxembourg-dem", "lon": 6.1}, ["'place'", "lon and lat"]),
     ("get_raster_statistics", {"collection_id": "luxembourg-dem", "place": "selection"}, ["'place'", "selection"]),

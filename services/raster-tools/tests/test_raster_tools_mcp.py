@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -152,6 +153,18 @@ async def test_statistics_without_an_area_cover_the_whole_collection(raster_serv
         assert (stats["min"], stats["max"]) == (float(data.min()), float(data.max()))
         assert stats["valid_pixels"] == data.count()
         assert result["area"]["bbox"] == pytest.approx([west, south, east, north], abs=1e-6)
+
+
+async def test_a_datetime_given_for_a_collection_without_dates_is_ignored(raster_service: str) -> None:
+    # The catalogue lists such collections with time "not time-resolved"; a small model copies that.
+    async with connect(raster_service) as mcp:
+        box = [-34.9, -8.03, -34.84, -7.96]
+        plain = await call(mcp, "get_raster_statistics", collection_id="landsat7-olinda-ndvi", bbox=box)
+        copied = await call(
+            mcp, "get_raster_statistics", collection_id="landsat7-olinda-ndvi", bbox=box, datetime="not time-resolved"
+        )
+        assert copied["statistics"] == plain["statistics"]
+        assert "not time-resolved" in json.dumps(copied["time"])
 
 
 async def test_ndvi_range_matches_numpy_on_the_landsat_scene(raster_service: str) -> None:

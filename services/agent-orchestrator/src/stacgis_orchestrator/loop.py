@@ -259,7 +259,7 @@ class AgentRun:
                     turn, visible = await self._think(messages, offered, memory.current_request_index())
                     if turn.tool_calls:
                         self._withhold(turn.tool_calls)
-                if not forced and not self.draft_withdrawn and visible.strip():
+                if not final_step and not self.draft_withdrawn and visible.strip():
                     invented = self._invented_numbers(visible)
                     if invented:
                         self._withdraw_draft(invented)

@@ -69,6 +69,13 @@ def _classify(value: float | None, band: BandInfo) -> Any:
     return {"value": int(value), "class": band.classes.get(int(value), "unnamed class")}
 
 
+def interval_for(record: CollectionRecord, value: Any) -> TimeInterval | None:
+    """The `datetime` argument for a collection. One that is not time-resolved has no dates to choose
+    from, so whatever a model put there ("not time-resolved", copied from the catalogue) is ignored;
+    the result's time note says the collection is not time-resolved."""
+    return parse_interval(value) if record.time_resolved else None
+
+
 class RasterService:
     def __init__(
         self, settings: RasterSettings, source: CatalogSource, guard: AssetGuard, resolver: FeatureResolver
@@ -305,7 +312,7 @@ class RasterService:
             return await self.zonal(collection_id, geometry, datetime, band, token, place=place, bbox=bbox)
         record = await self.collection(collection_id)
         info = self.band(record, band)
-        interval = parse_interval(datetime)
+        interval = interval_for(record, datetime)
         if bbox is None and geometry is None and record.bbox is not None:
             bbox = list(record.bbox)  # no area named: the whole collection
         area = await self.area(bbox, geometry, token=token)
@@ -383,7 +390,7 @@ class RasterService:
     ) -> dict[str, Any]:
         x, y, place_info = await self.located_point(place, lon, lat, token)
         record = await self.collection(collection_id)
-        interval = parse_interval(datetime)
+        interval = interval_for(record, datetime)
         items, note = await self.latest_or_matching(record, interval, None, 48)
         values = await self.run(self._point_values, [self.href(i) for i in items], x, y)
         if outside_is_error and not any(v.inside for v in values):
@@ -544,7 +551,7 @@ class RasterService:
     ) -> dict[str, Any]:
         record = await self.collection(collection_id)
         info = self.band(record, band)
-        interval = parse_interval(datetime)
+        interval = interval_for(record, datetime)
         area, place_info = await self.located_area(place, bbox, geometry, token, bbox_allowed=False)
         items, note = await self.latest_or_matching(record, interval, area.geometry.bounds, 24, area.argument)
         per_item = await self.run(self._zonal_items, [self.href(i) for i in items], area, info)
