@@ -110,7 +110,7 @@ def test_every_v1_call_needs_a_valid_internal_token(orch, headers) -> None:
 def test_health_and_readiness(orch) -> None:
     assert httpx.get(orch.url + "/healthz").json() == {"status": "ok"}
     ready = httpx.get(orch.url + "/readyz")
-    assert ready.status_code == 200 and ready.json()["checks"] == {"redis": "ok", "model": "ok"}
+    assert ready.status_code == 200 and ready.json()["checks"] == {"redis": "ok", "model": "ok", "tools": "ok"}
 
 
 @pytest.mark.asyncio
