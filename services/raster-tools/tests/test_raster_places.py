@@ -151,6 +151,19 @@ async def test_a_city_gives_the_value_at_its_point(placed_raster: str) -> None:
     assert both["results"] == by_coords["results"]
 
 
+async def test_a_point_tool_given_a_country_uses_its_city_of_the_same_name(placed_raster: str) -> None:
+    # "Singapore" names the country first (an area); a value at a point means the city.
+    city = source_city("Singapore")
+    lon, lat = float(city["longitude"]), float(city["latitude"])
+    async with connect(placed_raster) as mcp:
+        by_name = await call(mcp, "query_raster_point", collection_id="global-precipitation-2016", place="Singapore")
+        by_coords = await call(mcp, "query_raster_point", collection_id="global-precipitation-2016", lon=lon, lat=lat)
+        area = await call(mcp, "get_raster_statistics", collection_id="global-precipitation-2016", place="Singapore")
+    assert by_name["results"] == by_coords["results"]
+    assert by_name["place"]["ref"] == f"cities/{city['geonameid']}"
+    assert area["place"]["dataset"] == "countries" and area["place"]["ref"] in by_name["place"]["note"]
+
+
 async def test_a_city_as_an_area_is_a_circle_of_the_documented_radius(placed_raster: str) -> None:
     async with connect(placed_raster) as mcp:
         result = await call(mcp, "get_raster_statistics", collection_id="global-precipitation-2016", place="Nairobi")
@@ -168,7 +181,7 @@ async def test_a_city_as_an_area_is_a_circle_of_the_documented_radius(placed_ras
 @pytest.mark.parametrize(
     ("tool", "arguments", "expected"),
     [
-        ("query_raster_point", {"collection_id": "luxembourg-dem", "place": "Luxembourg"}, ["'place'", "an area"]),
+        ("query_raster_point", {"collection_id": "luxembourg-dem", "place": "Germany"}, ["'place'", "an area"]),
         ("get_timeseries", {"collection_id": "bcsd-temperature-1999", "place": "North Carolina"}, ["'place'", "area"]),
         ("get_raster_statistics", {"collection_id": "luxembourg-dem", "place": "Fuzhou"}, ["'place'", "cities/"]),
         ("get_raster_statistics", {"collection_id": "luxembourg-dem", "place": "Atlantis Qwertyville"}, ["'place'"]),

@@ -155,6 +155,15 @@ async def test_statistics_without_an_area_cover_the_whole_collection(raster_serv
         assert result["area"]["bbox"] == pytest.approx([west, south, east, north], abs=1e-6)
 
 
+async def test_a_statistic_given_as_the_band_means_the_first_band(raster_service: str) -> None:
+    async with connect(raster_service) as mcp:
+        box = [5.7, 49.4, 6.6, 50.2]
+        plain = await call(mcp, "get_raster_statistics", collection_id="luxembourg-dem", bbox=box)
+        for word in ("mean", "Max"):
+            asked = await call(mcp, "get_raster_statistics", collection_id="luxembourg-dem", bbox=box, band=word)
+            assert asked["statistics"] == plain["statistics"] and asked["band"] == plain["band"]
+
+
 async def test_a_datetime_given_for_a_collection_without_dates_is_ignored(raster_service: str) -> None:
     # The catalogue lists such collections with time "not time-resolved"; a small model copies that.
     async with connect(raster_service) as mcp:

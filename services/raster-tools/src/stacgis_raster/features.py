@@ -60,8 +60,9 @@ class FeatureResolver:
             raise UpstreamError(f"vector-tools returned no geometry for {dataset}/{feature_id}")
         return geometry
 
-    async def place(self, name: Any, argument: str, token: str) -> ResolvedPlace:
-        """The feature a place name (or "<dataset>/<id>") means, with its full geometry."""
+    async def place(self, name: Any, argument: str, token: str, dataset: str | None = None) -> ResolvedPlace:
+        """The feature a place name (or "<dataset>/<id>") means, with its full geometry; `dataset`
+        limits the search to one dataset (e.g. cities)."""
         if not isinstance(name, str) or not name.strip():
             raise ArgumentError(argument, "expected a place name, e.g. 'Nairobi', or a ref 'countries/LUX'")
         if len(name) > MAX_PLACE_CHARS:
@@ -73,7 +74,7 @@ class FeatureResolver:
         try:
             response = await self._client.get(
                 f"{self.base_url}/places/resolve",
-                params={"place": name.strip()},
+                params={"place": name.strip(), **({"dataset": dataset} if dataset else {})},
                 headers={"Authorization": f"Bearer {token}"},
             )
         except httpx.HTTPError as exc:

@@ -25,8 +25,8 @@ from shapely.geometry.base import BaseGeometry
 from stacgis_raster import rasterops
 from stacgis_raster.assets import AssetGuard
 from stacgis_raster.catalog import BandInfo, CatalogSource, CollectionRecord, ItemRecord
-from stacgis_raster.errors import ArgumentError, UpstreamError
-from stacgis_raster.features import FeatureResolver
+from stacgis_raster.errors import ArgumentError, NotFoundError, UpstreamError
+from stacgis_raster.features import FeatureResolver, ResolvedPlace
 from stacgis_raster.metrics import OVERVIEW_READS
 from stacgis_raster.settings import RasterSettings
 from stacgis_raster.validation import (
@@ -67,6 +67,10 @@ def _classify(value: float | None, band: BandInfo) -> Any:
     if value is None or not band.classes:
         return value
     return {"value": int(value), "class": band.classes.get(int(value), "unnamed class")}
+
+
+# Names of statistics a model writes where a band is asked; no band is named so.
+STATISTIC_WORDS = frozenset({"mean", "average", "avg", "min", "minimum", "max", "maximum", "median", "sum", "std"})
 
 
 def interval_for(record: CollectionRecord, value: Any) -> TimeInterval | None:
@@ -155,7 +159,8 @@ class RasterService:
     def band(self, record: CollectionRecord, band: Any, argument: str = "band") -> BandInfo:
         if not record.bands:
             raise UpstreamError(f"collection '{record.id}' describes no raster bands")
-        if band is None:
+        if band is None or (isinstance(band, str) and band.strip().lower() in STATISTIC_WORDS):
+            # "band": "mean" is a statistic the model wants, not a band: every result has them all.
             return record.bands[0]
         if isinstance(band, int) and not isinstance(band, bool):
             if 1 <= band <= len(record.bands):
@@ -186,15 +191,26 @@ class RasterService:
         return Area(geom, "place", "place", info["ref"]), info
 
     async def place_point(self, place: Any, token: Callable[[], str]) -> tuple[float, float, dict[str, Any]]:
-        """A named city's point; an area is refused (one value at one spot needs a spot)."""
+        """A named city's point. A name that means an area first ("Luxembourg", the country) means its
+        city of that name when there is one; an area alone is refused (one value needs one spot)."""
         resolved = await self.resolver.place(place, "place", token())
         info = dict(resolved.place)
         if resolved.geometry.get("type") != "Point":
-            raise ArgumentError(
-                "place",
-                f"{info['name']!r} is a {info.get('kind', 'area')} (an area), not a point; name a city or give "
-                "lon/lat, or use get_raster_statistics with this place for the area",
-            )
+            area = info
+            city: ResolvedPlace | None
+            try:
+                city = await self.resolver.place(place, "place", token(), dataset="cities")
+            except (ArgumentError, NotFoundError):
+                city = None
+            if city is None or city.geometry.get("type") != "Point":
+                raise ArgumentError(
+                    "place",
+                    f"{area['name']!r} is a {area.get('kind', 'area')} (an area), not a point; name a city or give "
+                    "lon/lat, or use get_raster_statistics with this place for the area",
+                )
+            resolved = city
+            info = dict(city.place)
+            info["note"] = f"the city {info['name']!r} used: a point tool needs a point, and {area['ref']} is an area"
         lon, lat = resolved.geometry["coordinates"][:2]
         x, y = check_lon_lat(lon, lat, lon_arg="place", lat_arg="place")
         info["used"] = "point"
