@@ -26,6 +26,7 @@ from stacgis_orchestrator.context_window import RETRY_SHRINK
 from stacgis_orchestrator.llm.ollama import OllamaProvider
 from stacgis_orchestrator.prompts import (
     CONTEXT_HEADER,
+    FAILED_CALL,
     FORCE_ANSWER,
     FORCE_ANSWER_AGAIN,
     SUMMARY_HEADER,
@@ -34,6 +35,7 @@ from stacgis_orchestrator.prompts import (
 
 FORCED = "Answer my question now"
 UNGROUNDED_MARK = UNGROUNDED_DRAFT.split(":")[0]
+FAILED_MARK = FAILED_CALL.split(":")[0]
 
 
 def unique(text: str) -> str:
@@ -506,3 +508,44 @@ async def test_a_forced_answer_with_invented_numbers_is_withdrawn_too(orch, mode
     assert done.content == "The tool gave the height at that point only." and done.finish_reason == "completed"
     assert sum(1 for e in events if e.name == "content" and e.payload.get("replace")) == 1
     assert done.grounding.unsupported_count == 0
+
+
+@pytest.mark.asyncio
+async def test_advice_after_a_failed_call_is_withdrawn_and_the_model_fixes_the_call(orch, model_url) -> None:
+    message = unique("fix the call")
+    bad = {"name": "query_raster_point", "arguments": {"collection_id": "lux-dem", "lon": "oops", "lat": 49.6}}
+    good = {"name": "query_raster_point", "arguments": {"collection_id": "lux-dem", "lon": 6.1, "lat": 49.6}}
+    await set_rules(
+        model_url,
+        {"name": "fixed", "match": {"last_user": FAILED_MARK, "step": 0}, "tool_calls": [good]},
+        {
+            "name": "answer",
+            "match": {"last_user": FAILED_MARK, "step": 1},
+            "content": "{{tool:query_raster_point:value}} m.",
+        },
+        {"name": "bad", "match": {"last_user": "fix the call", "step": 0}, "tool_calls": [bad]},
+        {"name": "advice", "match": {"last_user": "fix the call", "step": 1}, "content": "You should give lon as a number."},
+    )
+    events = await run_events(orch.url, {"message": message})
+    value = json.loads(next(e.payload for e in events if e.name == "tool_result")["result"])["value"]
+    done = terminal(events).proto.done
+    assert done.content == f"{value} m." and done.grounding.unsupported_count == 0
+    assert [e.payload["kind"] for e in events if e.name == "tool_error"] == ["invalid_arguments"]
+    requests = await model_requests(model_url, contains=message)
+    nudge = requests[2]["body"]["messages"][-1]["content"]
+    assert "oops" in nudge and message in nudge, "the error and the question are repeated to the model"
+
+
+@pytest.mark.asyncio
+async def test_a_refusal_after_a_failed_call_stands(orch, model_url) -> None:
+    message = unique("refuse after error")
+    outside = {"name": "query_raster_point", "arguments": {"collection_id": "lux-dem", "lon": 36.8, "lat": -1.3}}
+    refusal = "The Luxembourg elevation model does not cover Nairobi."
+    await set_rules(
+        model_url,
+        {"name": "call", "match": {"last_user": "refuse after error", "step": 0}, "tool_calls": [outside]},
+        {"name": "refuse", "match": {"last_user": "refuse after error", "step": 1}, "content": refusal},
+    )
+    events = await run_events(orch.url, {"message": message})
+    assert terminal(events).proto.done.content == refusal
+    assert not [e for e in events if e.name == "content" and e.payload.get("replace")]

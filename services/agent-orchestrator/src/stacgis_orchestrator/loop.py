@@ -6,6 +6,7 @@ import asyncio
 import difflib
 import json
 import logging
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from .llm.types import Message, ModelError, ModelTurn, TextDelta, ThinkingDelta,
 from .memory import ConversationMemory, consistent_history, truncate_result
 from .prefix import all_tools
 from .prompts import (
+    FAILED_CALL,
     FORCE_ANSWER,
     FORCE_ANSWER_AGAIN,
     REPEATED_CALL,
@@ -60,6 +62,13 @@ ERROR_CODES = {
     "model_error": "model_error",
 }
 LAST_THOUGHT_CHARS = 500
+# An answer telling the user what to do, where the model should have done it.
+ADVICE = re.compile(
+    r"\b(you (should|need to|can|could|may|must)|please (provide|specify|select|use|try)|try (using|again))\b",
+    re.IGNORECASE,
+)
+# Tool errors a better call may fix (not a repeat, a user's rejection or an unavailable server).
+FIXABLE_ERRORS = frozenset({"tool_failed", "invalid_arguments", "unknown_tool"})
 # Backoff while the model server cannot be reached: first wait and cap, in seconds.
 UNAVAILABLE_FIRST_WAIT_SECONDS, UNAVAILABLE_MAX_WAIT_SECONDS = 1.0, 8.0
 
@@ -136,6 +145,9 @@ class AgentRun:
         self.catalog_text = ""
         # Set once an ungrounded draft answer was withdrawn: the next answer stands.
         self.draft_withdrawn = not self.settings.grounding_retry
+        # Errors of the last step when none of its calls succeeded (a fix may be asked for, once).
+        self.step_failures: list[str] = []
+        self.failure_retried = not self.settings.grounding_retry
 
     # Entry point.
 
@@ -262,10 +274,19 @@ class AgentRun:
                 if not final_step and not self.draft_withdrawn and visible.strip():
                     invented = self._invented_numbers(visible)
                     if invented:
-                        self._withdraw_draft(invented)
+                        self.draft_withdrawn = True
+                        self._withdraw_draft(f"no tool result gave {', '.join(invented)}")
                         memory.add_assistant(visible)
                         memory.add_user(UNGROUNDED_DRAFT.format(numbers=", ".join(invented), question=self.run.message))
                         continue
+                if not forced and not self.failure_retried and self.step_failures and ADVICE.search(visible):
+                    # The last calls all failed and the model told the user what to do instead of
+                    # fixing the call ("you should use the bcsd-temperature-1999 collection").
+                    self.failure_retried = True
+                    self._withdraw_draft("the call failed and was not tried again")
+                    memory.add_assistant(visible)
+                    memory.add_user(FAILED_CALL.format(error=self.step_failures[0][:400], question=self.run.message))
+                    continue
                 if not visible.strip():
                     if self.tool_texts:
                         fallback = results_summary(
@@ -285,18 +306,13 @@ class AgentRun:
         report = check_answer(text, self._grounding_sources(), self.run.message, self.catalog_text)
         return [checked.number.text for checked in report.numbers if not checked.supported]
 
-    def _withdraw_draft(self, invented: list[str]) -> None:
+    def _withdraw_draft(self, reason: str) -> None:
         """Take this step's text back from the answer: the UI replaces what it showed, and the
         history never keeps it (it stays in this run's working memory so the model sees its mistake)."""
-        self.draft_withdrawn = True
         del self.answer[self._step_answer_start :]
         self._step_has_content = False
         self.sink.emit(content=events_pb2.ContentDelta(text="".join(self.answer), replace=True))
-        self.sink.emit(
-            thinking=events_pb2.Thinking(
-                text=f"Draft withdrawn: no tool result gave {', '.join(invented)}. Looking again.\n"
-            )
-        )
+        self.sink.emit(thinking=events_pb2.Thinking(text=f"Draft withdrawn: {reason}. Looking again.\n"))
         metrics.DRAFTS_WITHDRAWN.inc()
 
     def _withhold(self, calls: list[ToolCall]) -> None:
@@ -548,6 +564,7 @@ class AgentRun:
 
     _step_has_content = False
     _step_answer_start = 0
+    _step_succeeded = False
 
     # Act and observe.
 
@@ -561,6 +578,7 @@ class AgentRun:
         calls = await settle_places(
             calls, self.deps.catalog, self.run.spatial, self.deps.pool, self._headers, self.run.message
         )
+        self.step_failures, self._step_succeeded = [], False
         prepared = [self._prepare(call, offered) for call in calls]
         for item in prepared:
             self._check_repeat(item)
@@ -583,6 +601,7 @@ class AgentRun:
                 )
                 metrics.TOOL_CALLS.labels(item.tool.name, "frontend", "ok").inc()
                 results[item.call.id] = f"Done: {item.ui.acknowledgement}"
+                self._step_succeeded = True
                 # What the map now shows (e.g. a place resolved to coordinates) is a result too.
                 self.tool_texts.append(ToolResultText(item.call.id, item.tool.name, results[item.call.id]))
                 continue
@@ -605,6 +624,8 @@ class AgentRun:
         finally:
             for task in tasks:
                 task.cancel()
+        if self._step_succeeded:
+            self.step_failures = []
         return [
             Message(role="tool", content=results[c.id], tool_call_id=c.id, name=c.name)
             for c in calls
@@ -774,6 +795,7 @@ class AgentRun:
     def _tool_result(self, item: _Prepared, text: str, duration_s: float) -> str:
         assert item.tool is not None
         shown, truncated = truncate_result(text, self.settings.max_tool_result_chars)
+        self._step_succeeded = True
         self.tool_texts.append(ToolResultText(item.call.id, item.tool.name, text))
         self.sink.emit(
             tool_result=events_pb2.ToolResult(
@@ -790,6 +812,8 @@ class AgentRun:
     def _tool_error(self, item: _Prepared, error: str, kind: str, duration_s: float) -> None:
         name = item.tool.name if item.tool else item.call.name
         server = (item.tool.server or item.tool.kind) if item.tool else "unknown"
+        if kind in FIXABLE_ERRORS:
+            self.step_failures.append(f"{name}: {error}")
         self.sink.emit(
             tool_error=events_pb2.ToolError(
                 call_id=item.call.id, tool_name=name, error=error, duration_ms=int(duration_s * 1000), kind=kind

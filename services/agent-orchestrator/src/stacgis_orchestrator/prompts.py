@@ -45,6 +45,13 @@ UNGROUNDED_DRAFT = (
     'Call the tool that gives them (name the place, e.g. place: "Luxembourg"), or, if no dataset, place, '
     "period or variable covers my question, say so plainly and name what is missing. My question was: {question}"
 )
+# Sent (as the user's words) when every call of the last step failed and the model answered with
+# advice instead of a fixed call; it repeats the question for the same reason.
+FAILED_CALL = (
+    "Your tool call failed: {error}. If the error shows the fix (another collection, band, date or place), "
+    "call the tool again with it now. Only if it says the data does not cover my question, answer that "
+    "plainly and name what is missing. My question was: {question}"
+)
 SUMMARY_HEADER = "[The model did not write an answer. These are the tool results of this request, shown as they came:]"
 
 
