@@ -524,7 +524,7 @@ async def test_advice_after_a_failed_call_is_withdrawn_and_the_model_fixes_the_c
             "content": "{{tool:query_raster_point:value}} m.",
         },
         {"name": "bad", "match": {"last_user": "fix the call", "step": 0}, "tool_calls": [bad]},
-        {"name": "advice", "match": {"last_user": "fix the call", "step": 1}, "content": "You should give lon as a number."},
+        {"name": "advice", "match": {"last_user": "fix the call", "step": 1}, "content": "You should give a number."},
     )
     events = await run_events(orch.url, {"message": message})
     value = json.loads(next(e.payload for e in events if e.name == "tool_result")["result"])["value"]

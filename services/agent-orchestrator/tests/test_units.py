@@ -78,6 +78,8 @@ def test_json_looking_answers_are_held_until_the_end() -> None:
         '[{"name": "list_raster_collections", "parameters": {}}]',
         # Doubled braces, as the embedded model wrote a zoom_to_location call.
         '{{"name": "list_raster_collections", "arguments": {"bbox": [1, 2, 3, 4]}}}',
+        # ... and with a closing brace too many (seen in an eval run: "Take the map to Berlin").
+        '{{"name": "list_raster_collections", "arguments": {"bbox": [1, 2, 3, 4]}}}}',
     ],
 )
 def test_other_text_tool_call_dialects_are_understood(text: str) -> None:

@@ -28,11 +28,13 @@ def _load(text: str) -> Any:
     except ValueError:
         pass
     if text.startswith("{{") and text.endswith("}}"):
-        # Small models copy template syntax and double the braces around a call.
+        # Small models copy template syntax and double the braces around a call, sometimes with a
+        # closing brace too many: the object inside, followed by nothing but braces, counts.
         try:
-            return json.loads(text[1:-1])
+            value, end = json.JSONDecoder().raw_decode(text, 1)
         except ValueError:
             return None
+        return value if not text[end:].strip("} \n") else None
     return None
 
 

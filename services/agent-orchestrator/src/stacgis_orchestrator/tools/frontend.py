@@ -147,7 +147,7 @@ FRONTEND_TOOLS: list[tuple[RegisteredTool, Callable[[dict[str, Any]], FrontendCo
     (
         RegisteredTool(
             name="zoom_to_location",
-            description="Use for showing a place on the user's map: pass place, e.g. 'Berlin'.",
+            description="Use for moving the user's map to a place: pass place, e.g. 'Berlin'.",
             input_schema={
                 "type": "object",
                 "properties": view_properties("Place name, e.g. 'Berlin'"),
@@ -161,7 +161,7 @@ FRONTEND_TOOLS: list[tuple[RegisteredTool, Callable[[dict[str, Any]], FrontendCo
     (
         RegisteredTool(
             name="visualize_collection",
-            description="Use for showing a raster collection as a coloured layer on the user's map.",
+            description="Use for adding a raster collection as a coloured layer to the user's map (not for places).",
             input_schema={
                 "type": "object",
                 "properties": {
