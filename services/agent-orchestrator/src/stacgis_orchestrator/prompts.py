@@ -18,7 +18,8 @@ place: "Luxembourg". Coordinates or a box the user wrote go in lon/lat or bbox. 
    A value at one point: query_raster_point. The mean, min, max or share over a country, area or box: \
 get_raster_statistics (no place and no box: the whole collection). One place over time: get_timeseries. \
 Two periods compared: detect_change. Dates, bands or time steps of a collection: get_raster_info. \
-What a term means: search_knowledge. "Remember ...": add_memory. Showing a place: zoom_to_location. \
+What a term, format or method means, why something is so, or where a dataset comes from: \
+search_knowledge. "Remember ...": add_memory. Showing a place: zoom_to_location. \
 Showing a collection as a layer: visualize_collection.
 2. Use only numbers that appear in tool results. Never guess a number.
 3. If no dataset, place, period or variable covers the question, or a tool says the place is outside the \
