@@ -275,17 +275,16 @@ class AgentRun:
                     invented = self._invented_numbers(visible)
                     if invented:
                         self.draft_withdrawn = True
-                        self._withdraw_draft(f"no tool result gave {', '.join(invented)}")
-                        memory.add_assistant(visible)
-                        memory.add_user(UNGROUNDED_DRAFT.format(numbers=", ".join(invented), question=self.run.message))
+                        numbers = ", ".join(invented)
+                        correction = UNGROUNDED_DRAFT.format(numbers=numbers, question=self.run.message)
+                        self._withdraw_draft(f"no tool result gave {numbers}", memory, visible, correction)
                         continue
                 if not forced and not self.failure_retried and self.step_failures and ADVICE.search(visible):
                     # The last calls all failed and the model told the user what to do instead of
                     # fixing the call ("you should use the bcsd-temperature-1999 collection").
                     self.failure_retried = True
-                    self._withdraw_draft("the call failed and was not tried again")
-                    memory.add_assistant(visible)
-                    memory.add_user(FAILED_CALL.format(error=self.step_failures[0][:400], question=self.run.message))
+                    correction = FAILED_CALL.format(error=self.step_failures[0][:400], question=self.run.message)
+                    self._withdraw_draft("the call failed and was not tried again", memory, visible, correction)
                     continue
                 if not visible.strip():
                     if self.tool_texts:
@@ -306,9 +305,12 @@ class AgentRun:
         report = check_answer(text, self._grounding_sources(), self.run.message, self.catalog_text)
         return [checked.number.text for checked in report.numbers if not checked.supported]
 
-    def _withdraw_draft(self, reason: str) -> None:
+    def _withdraw_draft(self, reason: str, memory: ConversationMemory, draft: str, correction: str) -> None:
         """Take this step's text back from the answer: the UI replaces what it showed, and the
-        history never keeps it (it stays in this run's working memory so the model sees its mistake)."""
+        history never keeps it (it stays in this run's working memory, followed by `correction` as
+        the user's words, so the model sees its mistake)."""
+        memory.add_assistant(draft)
+        memory.add_user(correction)
         del self.answer[self._step_answer_start :]
         self._step_has_content = False
         self.sink.emit(content=events_pb2.ContentDelta(text="".join(self.answer), replace=True))
@@ -564,7 +566,6 @@ class AgentRun:
 
     _step_has_content = False
     _step_answer_start = 0
-    _step_succeeded = False
 
     # Act and observe.
 
@@ -578,7 +579,8 @@ class AgentRun:
         calls = await settle_places(
             calls, self.deps.catalog, self.run.spatial, self.deps.pool, self._headers, self.run.message
         )
-        self.step_failures, self._step_succeeded = [], False
+        self.step_failures = []
+        results_before = len(self.tool_texts)
         prepared = [self._prepare(call, offered) for call in calls]
         for item in prepared:
             self._check_repeat(item)
@@ -601,7 +603,6 @@ class AgentRun:
                 )
                 metrics.TOOL_CALLS.labels(item.tool.name, "frontend", "ok").inc()
                 results[item.call.id] = f"Done: {item.ui.acknowledgement}"
-                self._step_succeeded = True
                 # What the map now shows (e.g. a place resolved to coordinates) is a result too.
                 self.tool_texts.append(ToolResultText(item.call.id, item.tool.name, results[item.call.id]))
                 continue
@@ -624,8 +625,8 @@ class AgentRun:
         finally:
             for task in tasks:
                 task.cancel()
-        if self._step_succeeded:
-            self.step_failures = []
+        if len(self.tool_texts) > results_before:
+            self.step_failures = []  # something worked: the model is not stuck on the errors
         return [
             Message(role="tool", content=results[c.id], tool_call_id=c.id, name=c.name)
             for c in calls
@@ -795,7 +796,6 @@ class AgentRun:
     def _tool_result(self, item: _Prepared, text: str, duration_s: float) -> str:
         assert item.tool is not None
         shown, truncated = truncate_result(text, self.settings.max_tool_result_chars)
-        self._step_succeeded = True
         self.tool_texts.append(ToolResultText(item.call.id, item.tool.name, text))
         self.sink.emit(
             tool_result=events_pb2.ToolResult(
