@@ -13,6 +13,8 @@ OUT=.local/bench
 mkdir -p "$OUT"
 export HF_HUB_OFFLINE=1
 export PYTHONUNBUFFERED=1
+# The benchmarks start services with the public development secrets (docs/security.md).
+export STACGIS_ALLOW_DEV_SECRETS=1
 
 # bench_vector_index and bench_raster use the local Postgres/Redis; bench_stack starts its own.
 $PY scripts/local_infra.py up --no-model-server >/dev/null || echo "[bench] local infrastructure did not start"
