@@ -12,6 +12,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from stacgis_common.answer import mentions
+
 _NUMBER = re.compile(
     r"(?<![\w.\-−/])(?P<sign>[-−])?(?P<digits>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
 )
@@ -148,45 +150,6 @@ def _readings(number: Number, unit: str | None) -> list[float]:
 
 
 # -- refusals -----------------------------------------------------------------------------
-
-_REFUSAL = re.compile(
-    r"\b("
-    r"no (?:such |matching |suitable |relevant )?(?:data|dataset|datasets|collection|collections|layer|information|"
-    r"raster|values?|coverage|records?|band|variable)"
-    r"|not (?:available|covered|included|present|part of|in (?:the|any|our|my)|found|possible|contain)"
-    r"|(?:isn't|aren't|is not|are not|was not|wasn't) (?:available|covered|included|present|in (?:the|any))"
-    r"|(?:does|do|did)(?: not|n't) (?:cover|contain|include|have|extend|reach|hold|exist|offer|provide)"
-    r"|(?:don't|do not|doesn't|does not) have"
-    r"|(?:can ?not|can't|cannot|unable to|not able to) (?:answer|provide|compute|calculate|determine|give|find|"
-    r"tell|report|say|be answered)"
-    r"|outside (?:the|of|its|their|any|every|all)"
-    r"|beyond (?:the|its)"
-    r"|only (?:covers?|has|holds|contains|spans|for|includes?)"
-    r"|there is no|there are no|none of the"
-    r"|lacks?|missing"
-    r")\b",
-    re.IGNORECASE,
-)
-
-
-def refusal_phrases(text: str) -> list[str]:
-    """The phrases of the text that say the data cannot answer."""
-    return [m.group(0) for m in _REFUSAL.finditer(text)]
-
-
-def is_refusal(text: str) -> bool:
-    return bool(refusal_phrases(text))
-
-
-def _plain_words(text: str) -> str:
-    return " ".join(re.sub(r"[-‐‑–_/]", " ", text.lower()).split())
-
-
-def mentions(text: str, term: str) -> bool:
-    """Whether the text holds the term, or one of its `|`-separated spellings ("near infrared|NIR"),
-    case, hyphens and spacing aside."""
-    plain = _plain_words(text)
-    return any(_plain_words(option) in plain for option in term.split("|") if option.strip())
 
 
 def names_missing(text: str, missing: Iterable[str]) -> list[str]:

@@ -30,7 +30,7 @@ from rasterio.windows import Window
 from shapely.geometry import box, mapping
 from shapely.geometry.base import BaseGeometry
 
-from .answers import mentions
+from stacgis_common.answer import mentions
 
 WGS84 = CRS.from_epsg(4326)
 

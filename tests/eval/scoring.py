@@ -7,15 +7,14 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from stacgis_common.answer import is_refusal, mentions, refusal_phrases
+
 from .answers import (
     canonical_unit,
     convert,
     extract_numbers,
     find_value,
-    is_refusal,
-    mentions,
     names_missing,
-    refusal_phrases,
     unsupported_numbers,
 )
 from .client import RunRecord

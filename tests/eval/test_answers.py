@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from stacgis_common.answer import is_refusal, mentions
+
 from .answers import (
     Tolerance,
     convert,
     extract_numbers,
     find_value,
-    is_refusal,
-    mentions,
     names_missing,
     supported_by,
     unsupported_numbers,
@@ -72,6 +72,7 @@ def test_find_value_converts_and_respects_tolerance() -> None:
         "I can't answer this: the collection has no humidity band.",
         "Sorry, Tokyo is outside the extent of the temperature data.",
         "The air temperature data only covers the south-eastern United States.",
+        "The catalogue holds no sea ice data for 2020.",
     ],
 )
 def test_refusals_are_recognised(text: str) -> None:
@@ -84,6 +85,7 @@ def test_refusals_are_recognised(text: str) -> None:
         "The mean elevation of Luxembourg is 350.2 m.",
         "In July 1999 148.8 mm of precipitation fell there.",
         "The map now shows Nairobi.",
+        "There was no rain in the south in July, but 30 mm fell in the north.",
     ],
 )
 def test_answers_are_not_refusals(text: str) -> None:

@@ -549,3 +549,102 @@ async def test_a_refusal_after_a_failed_call_stands(orch, model_url) -> None:
     events = await run_events(orch.url, {"message": message})
     assert terminal(events).proto.done.content == refusal
     assert not [e for e in events if e.name == "content" and e.payload.get("replace")]
+
+
+# Premises: the data an answer used must cover the question's variable and period (`premises`).
+# The raster test server lists lux-dem (elevation), landsat-ndvi (NDVI) and pr-1999 (precipitation, 1999).
+
+
+def replaced(events: list[Any]) -> int:
+    return sum(1 for e in events if e.name == "content" and e.payload.get("replace"))
+
+
+@pytest.mark.asyncio
+async def test_an_answer_for_a_variable_no_collection_holds_becomes_a_refusal_naming_it(orch, model_url) -> None:
+    message = unique("How much snow fell in Luxembourg?")
+    call = {"name": "get_raster_statistics", "arguments": {"collection_id": "lux-dem", "bbox": [5.7, 49.4, 6.5, 50.2]}}
+    await set_rules(
+        model_url,
+        {"name": "call", "match": {"last_user": "snow fell", "step": 0}, "tool_calls": [call]},
+        {
+            "name": "answer",
+            "match": {"last_user": "snow fell", "step": 1},
+            "content": "{{tool:get_raster_statistics:mean}} m.",
+        },
+    )
+    events = await run_events(orch.url, {"message": message})
+    done = terminal(events).proto.done
+    assert done.finish_reason == "completed" and replaced(events) == 1
+    assert "none of the catalogue's collections holds snow data" in done.content
+    assert "elevation" in done.content and "precipitation" in done.content, "it says what the catalogue holds"
+    assert "370.5" not in done.content and done.grounding.unsupported_count == 0
+    assert [m.content for m in done.new_messages if m.role == "assistant" and m.content] == [done.content]
+    # The model was told before it started.
+    requests = await model_requests(model_url, contains=message)
+    context = next(m["content"] for m in requests[0]["body"]["messages"] if CONTEXT_HEADER in (m["content"] or ""))
+    assert "Catalogue check: none of the catalogue's collections holds snow data" in context
+
+
+@pytest.mark.asyncio
+async def test_an_answer_from_another_year_becomes_a_refusal_naming_the_year(orch, model_url) -> None:
+    message = unique("What was the precipitation over the box 5, 49, 6, 50 in July 2005?")
+    call = {"name": "get_raster_statistics", "arguments": {"collection_id": "pr-1999", "bbox": [5, 49, 6, 50]}}
+    await set_rules(
+        model_url,
+        {"name": "call", "match": {"last_user": "July 2005", "step": 0}, "tool_calls": [call]},
+        {
+            "name": "answer",
+            "match": {"last_user": "July 2005", "step": 1},
+            "content": "{{tool:get_raster_statistics:mean}} mm.",
+        },
+    )
+    events = await run_events(orch.url, {"message": message})
+    done = terminal(events).proto.done
+    assert replaced(events) == 1
+    assert "no precipitation data covers 2005 (pr-1999 covers 1999)" in done.content
+
+
+@pytest.mark.asyncio
+async def test_an_answer_from_another_variables_collection_is_sent_back_once(orch, model_url) -> None:
+    message = unique("What is the NDVI at longitude -34.85, latitude -8.0?")
+    wrong = {"name": "query_raster_point", "arguments": {"collection_id": "lux-dem", "lon": -34.85, "lat": -8.0}}
+    right = {"name": "query_raster_point", "arguments": {"collection_id": "landsat-ndvi", "lon": -34.85, "lat": -8.0}}
+    await set_rules(
+        model_url,
+        {"name": "right", "match": {"last_user": "Call the tool again", "step": 0}, "tool_calls": [right]},
+        {
+            "name": "right answer",
+            "match": {"last_user": "Call the tool again", "step": 1},
+            "content": "The NDVI is {{tool:query_raster_point:value}}.",
+        },
+        {"name": "wrong", "match": {"last_user": "What is the NDVI", "step": 0}, "tool_calls": [wrong]},
+        {
+            "name": "answer",
+            "match": {"last_user": "What is the NDVI", "step": 1},
+            "content": "It is {{tool:query_raster_point:value}}.",
+        },
+    )
+    events = await run_events(orch.url, {"message": message})
+    done = terminal(events).proto.done
+    results = [json.loads(e.payload["result"]) for e in events if e.name == "tool_result"]
+    assert [r["collection_id"] for r in results] == ["lux-dem", "landsat-ndvi"]
+    assert done.content == f"The NDVI is {results[1]['value']}." and replaced(events) == 1
+    requests = await model_requests(model_url, contains=message)
+    correction = requests[2]["body"]["messages"][-1]["content"]
+    assert "lux-dem" in correction and "landsat-ndvi" in correction and message in correction
+
+
+@pytest.mark.asyncio
+async def test_a_refusal_that_names_the_gap_and_a_concept_answer_stand(orch, model_url) -> None:
+    call = {"name": "get_raster_statistics", "arguments": {"collection_id": "lux-dem", "bbox": [2.2, 48.8, 2.5, 48.9]}}
+    refusal = "There is no snow data in the catalogue, so I cannot say how much snow fell."
+    await set_rules(
+        model_url,
+        {"name": "list", "match": {"last_user": "snow in Paris", "step": 0}, "tool_calls": [call]},
+        {"name": "refuse", "match": {"last_user": "snow in Paris", "step": 1}, "content": refusal},
+        {"name": "concept", "match": {"last_user": "What is snow"}, "content": "Snow is frozen precipitation."},
+    )
+    events = await run_events(orch.url, {"message": unique("How much snow in Paris?")})
+    assert terminal(events).proto.done.content == refusal and replaced(events) == 0
+    events = await run_events(orch.url, {"message": unique("What is snow?")})
+    assert terminal(events).proto.done.content == "Snow is frozen precipitation." and replaced(events) == 0

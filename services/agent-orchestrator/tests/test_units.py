@@ -323,3 +323,65 @@ def test_the_request_being_answered_never_slides_out_of_the_window() -> None:
     roles = [m.content or m.role for m in memory.get_messages()]
     assert roles[0] == "current request" and len(roles) == 11
     assert memory.current_request_index() == 0
+
+
+# Premises: the question's variable and years against the catalogue (listing shaped as raster-tools serves it).
+
+CATALOGUE = json.dumps(
+    {
+        "collections": [
+            {
+                "id": "bcsd-temperature-1999",
+                "title": "Monthly mean air temperature 1999",
+                "keywords": ["temperature", "air temperature"],
+                "band_names": ["tas"],
+                "time": "1999-01-01T00:00:00Z/1999-12-31T23:59:59Z",
+            },
+            {
+                "id": "oisst-sst",
+                "title": "NOAA OISST global sea surface temperature",
+                "keywords": ["sea surface temperature", "sst", "sea ice"],
+                "band_names": ["sst", "anom", "err", "ice"],
+                "time": "1981-12-31T00:00:00Z/1981-12-31T23:59:59Z",
+            },
+            {"id": "lux-dem", "title": "Luxembourg DEM", "keywords": ["elevation"], "time": "not time-resolved"},
+        ]
+    }
+)
+
+
+def test_the_variables_a_question_names_leave_out_place_names_and_collection_ids() -> None:
+    from stacgis_orchestrator.premises import asked_variables, asked_years
+
+    assert asked_variables("Snowfall in Oslo?") == [("snow", "snowfall")]
+    assert asked_variables("What is the elevation of Snow Hill, NC?") == [("elevation", "elevation")]
+    assert asked_variables("What was the sea surface temperature at -140, 0?") == [
+        ("sea surface temperature", "sea surface temperature")
+    ]
+    assert asked_variables("The humidity in the bcsd-temperature-1999 collection") == [("humidity", "humidity")]
+    assert asked_variables("What was the PM2.5 level in Berlin?") == [("air quality", "pm2.5")]
+    assert asked_years("rain in July 1999 or 2005-07 from bcsd-precipitation-1999 above 2000 m") == [1999, 2005]
+
+
+def test_catalogue_gaps_name_a_missing_variable_or_year_and_leave_covered_questions_alone() -> None:
+    from stacgis_orchestrator.premises import Catalog, answer_gap, catalogue_gaps
+
+    catalog = Catalog.from_resource(CATALOGUE)
+    (snow,) = catalogue_gaps("How much snow fell in Luxembourg?", catalog)
+    assert snow.kind == "variable" and snow.missing == "snow"
+    assert "(they hold: elevation, air temperature, sea surface temperature, sea ice)" in snow.refusal
+    (year,) = catalogue_gaps("What was the air temperature over Tennessee in July 2010?", catalog)
+    assert year.kind == "period" and "2010" in year.refusal and "bcsd-temperature-1999 covers 1999" in year.refusal
+    assert catalogue_gaps("What was the sea ice concentration in January 2020?", catalog)[0].missing == "2020"
+    # Covered, not time-resolved, no variable named, or no catalogue at all: nothing to say.
+    assert catalogue_gaps("Temperature in Raleigh in July 1999?", catalog) == []
+    assert catalogue_gaps("The elevation of Luxembourg in 2023?", catalog) == []
+    assert catalogue_gaps("What happened in 2010?", catalog) == []
+    assert catalogue_gaps("How much snow fell?", Catalog()) == []
+    # An answer drawn from another variable's collection, when one that holds it exists.
+    gap = answer_gap("What is the sea surface temperature at -140, 0?", catalog, {"lux-dem"})
+    assert gap is not None and gap.kind == "collection" and "oisst-sst" in gap.correction
+    assert answer_gap("What is the sea surface temperature at -140, 0?", catalog, {"oisst-sst"}) is None
+    # A draft that already refuses and names what is missing stands.
+    assert snow.answered_by("The catalogue has no snow data.")
+    assert not snow.answered_by("Snowfall was 350 m.") and not snow.answered_by("There is no data.")

@@ -247,6 +247,14 @@ async def test_point_of_a_month(raster_service: str) -> None:
         assert result["units"] == {"pr": "mm/month"}
         latest = await call(mcp, "query_raster_point", collection_id="bcsd-precipitation-1999", lon=-83.5, lat=35.6)
         assert latest["results"][0]["time"].startswith("1999-12-01")
+        # Without a date every step is summarised too: the wettest month is in the answer to any point call.
+        series = netcdf_series("pr", -83.5, 35.6)
+        steps = latest["all_time_steps"]
+        assert steps["count"] == 12 and steps["max"]["value"] == pytest.approx(max(series), rel=1e-6)
+        assert steps["max"]["time"].startswith(f"1999-{series.index(max(series)) + 1:02d}")
+        assert steps["min"]["value"] == pytest.approx(min(series), rel=1e-6)
+        assert steps["mean"] == pytest.approx(sum(series) / 12, rel=1e-4)
+        assert "all_time_steps" not in result, "a point in a chosen month is that month only"
         # Paris is outside the Luxembourg DEM: an error that says so and names what does cover it.
         outside = await call_error(mcp, "query_raster_point", collection_id="luxembourg-dem", lon=2.35, lat=48.85)
         assert "outside 'luxembourg-dem'" in outside and "Collections covering this point:" in outside
@@ -365,6 +373,13 @@ async def test_detect_change_between_winter_and_summer(raster_service: str) -> N
         diff = both[1] - both[0]
         assert result["change"]["mean"] == pytest.approx(cos_lat_mean(diff, transform), rel=1e-4)
         assert result["statistics_a"]["mean"] < result["statistics_b"]["mean"]
+        # The comparison in one sentence, with the sign written out.
+        change = result["change"]
+        assert result["summary"] == (
+            f"mean {result['statistics_a']['mean']} degC in 1999-01, {result['statistics_b']['mean']} degC in "
+            f"1999-07: a change of +{change['mean']} degC (rose), +{change['mean_change_percent']} % of the "
+            "1999-01 mean"
+        )
         lats = transform.f + (np.arange(diff.shape[0]) + 0.5) * transform.e
         weights = np.broadcast_to(np.cos(np.radians(lats))[:, None], diff.shape)[~diff.mask]
         rose = float(weights[diff.compressed() > 18].sum() / weights.sum())
@@ -402,6 +417,10 @@ async def test_resource_and_prompts(raster_service: str) -> None:
         resource = await mcp.read_resource("collections://list")
         listing = json.loads(resource.contents[0].text)
         assert {c["id"] for c in listing["collections"]} == EXPECTED_IDS
+        # Keywords and band names let the orchestrator tell which collection holds which variable.
+        info = await call(mcp, "get_raster_info", collection_id="luxembourg-dem")
+        lux = next(c for c in listing["collections"] if c["id"] == "luxembourg-dem")
+        assert "elevation" in lux["keywords"] and lux["band_names"] == [b["name"] for b in info["bands"]]
         prompts = {p.name for p in (await mcp.list_prompts()).prompts}
         assert {"analysis_prompt", "query_prompt"} <= prompts
         prompt = await mcp.get_prompt(

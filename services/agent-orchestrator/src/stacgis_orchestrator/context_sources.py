@@ -15,8 +15,9 @@ log = logging.getLogger(__name__)
 
 # memory-tools caps queries (500 characters by default); the start of a message says what it is about.
 MEMORY_QUERY_CHARS = 500
+CATALOG_RESOURCE = "collections://list"
 RESOURCE_TITLES = {
-    "collections://list": "Raster collections available (ids for the raster tools)",
+    CATALOG_RESOURCE: "Raster collections available (ids for the raster tools)",
     "vector://datasets/all": "Vector datasets available",
 }
 
@@ -28,7 +29,8 @@ class ResourceCache:
     def __init__(self, pool: ToolPool, settings: OrchestratorSettings) -> None:
         self.pool = pool
         self.settings = settings
-        self._cache: dict[str, tuple[float, str]] = {}
+        # uri -> (read at, text as served, summary for the prompt)
+        self._cache: dict[str, tuple[float, str, str]] = {}
         self._lock = asyncio.Lock()
 
     async def get(self, headers: Mapping[str, str]) -> dict[str, str]:
@@ -43,10 +45,15 @@ class ResourceCache:
                         if cached is None:
                             continue
                     else:
-                        cached = (now, text)
+                        cached = (now, text, summarize_resource(text, self.settings.max_resource_chars))
                         self._cache[uri] = cached
-                result[RESOURCE_TITLES.get(uri, uri)] = cached[1]
+                result[RESOURCE_TITLES.get(uri, uri)] = cached[2]
             return result
+
+    def raw(self, uri: str) -> str | None:
+        """A resource as its server sent it, when `get` has read it."""
+        cached = self._cache.get(uri)
+        return cached[1] if cached else None
 
     async def _fetch(self, uri: str, headers: Mapping[str, str]) -> str | None:
         if not self.pool.servers_with_resource(uri):
@@ -56,7 +63,7 @@ class ResourceCache:
         if text is None:
             log.warning("resource %s could not be read: the system prompt goes without it", uri)
             return None
-        return summarize_resource(text, self.settings.max_resource_chars)
+        return text
 
 
 async def fetch_memories(

@@ -20,7 +20,7 @@ from stacgis_common.auth import Identity, mint_for
 from stacgis_proto.v1 import events_pb2
 
 from . import metrics
-from .context_sources import ResourceCache, fetch_memories
+from .context_sources import CATALOG_RESOURCE, ResourceCache, fetch_memories
 from .context_window import ModelBudget, estimate_tokens, fit_to_context, parse_overflow
 from .coordination import Decision
 from .events import EventSink, message_to_proto, struct
@@ -31,6 +31,7 @@ from .llm.text_tools import describe_tools_for_prompt, parse_json_answer, parse_
 from .llm.types import Message, ModelError, ModelTurn, TextDelta, ThinkingDelta, ToolCall, ToolSpec, new_call_id
 from .memory import ConversationMemory, consistent_history, truncate_result
 from .prefix import all_tools
+from .premises import Catalog, Gap, answer_gap, catalogue_gaps, collections_in
 from .prompts import (
     FAILED_CALL,
     FORCE_ANSWER,
@@ -148,6 +149,10 @@ class AgentRun:
         # Errors of the last step when none of its calls succeeded (a fix may be asked for, once).
         self.step_failures: list[str] = []
         self.failure_retried = not self.settings.grounding_retry
+        # The raster catalogue, for checking that an answer's data covers the question.
+        self.catalog = Catalog()
+        # Set once an answer from another variable's collection was sent back: the next one is replaced.
+        self.collection_retried = not self.settings.grounding_retry
 
     # Entry point.
 
@@ -279,6 +284,15 @@ class AgentRun:
                         correction = UNGROUNDED_DRAFT.format(numbers=numbers, question=self.run.message)
                         self._withdraw_draft(f"no tool result gave {numbers}", memory, visible, correction)
                         continue
+                gap = self._premise_gap(visible)
+                if gap is not None:
+                    metrics.PREMISE_GAPS.labels(gap.kind).inc()
+                    if gap.kind == "collection" and not final_step and not self.collection_retried:
+                        self.collection_retried = True
+                        correction = f"{gap.correction} My question was: {self.run.message}"
+                        self._withdraw_draft("its numbers come from another variable", memory, visible, correction)
+                        continue
+                    visible = self._replace_draft(gap.refusal, f"the data does not cover {gap.missing}")
                 if not forced and not self.failure_retried and self.step_failures and ADVICE.search(visible):
                     # The last calls all failed and the model told the user what to do instead of
                     # fixing the call ("you should use the bcsd-temperature-1999 collection").
@@ -304,6 +318,29 @@ class AgentRun:
     def _invented_numbers(self, text: str) -> list[str]:
         report = check_answer(text, self._grounding_sources(), self.run.message, self.catalog_text)
         return [checked.number.text for checked in report.numbers if not checked.supported]
+
+    def _premise_gap(self, draft: str) -> Gap | None:
+        """A gap between the question and the data a draft answer draws on (`premises`), unless the
+        draft already says so. Only answers that consulted raster data are checked: a knowledge or
+        map answer has no collection to compare."""
+        if not self.settings.premise_check or not draft.strip():
+            return None
+        report = check_answer(draft, self._grounding_sources(), self.run.message, self.catalog_text)
+        texts = {r.call_id: r.text for r in self.tool_texts}
+        used = {c for n in report.numbers if n.supported for c in collections_in(texts.get(n.call_id, ""))}
+        if not used and not any(collections_in(r.text) for r in self.tool_texts):
+            return None
+        gap = answer_gap(self.run.message, self.catalog, used)
+        return None if gap is None or gap.answered_by(draft) else gap
+
+    def _replace_draft(self, text: str, reason: str) -> str:
+        """Put `text` in place of this step's answer on the user's screen; returns the new step text."""
+        del self.answer[self._step_answer_start :]
+        self.answer.append(("\n\n" if self.answer else "") + text)
+        self._step_has_content = True
+        self.sink.emit(content=events_pb2.ContentDelta(text="".join(self.answer), replace=True))
+        self.sink.emit(thinking=events_pb2.Thinking(text=f"Draft replaced: {reason}.\n"))
+        return text
 
     def _withdraw_draft(self, reason: str, memory: ConversationMemory, draft: str, correction: str) -> None:
         """Take this step's text back from the answer: the UI replaces what it showed, and the
@@ -332,13 +369,15 @@ class AgentRun:
         # The prefix: only what every run shares. Per-run context follows the history.
         memory.add_system(system_prompt(resources))
         self.catalog_text = "\n".join(resources.values())
+        self.catalog = Catalog.from_resource(self.deps.resources.raw(CATALOG_RESOURCE))
+        gaps = catalogue_gaps(self.run.message, self.catalog) if self.settings.premise_check else []
         spatial = self.run.spatial
         context = spatial_context_message(
             spatial.center, spatial.zoom, spatial.selected_feature, spatial.drawn_geometry
         )
         for message in consistent_history(self.run.history):
             memory.add(message)
-        memory.add_user(run_context_message(self.run.max_steps, memories, context))
+        memory.add_user(run_context_message(self.run.max_steps, memories, context, [g.note for g in gaps]))
         memory.add_user(self.run.message)
         return memory
 

@@ -36,6 +36,11 @@ RUNS = Counter("stacgis_agent_runs_total", "Finished runs by outcome", ["outcome
 DRAFTS_WITHDRAWN = Counter(
     "stacgis_answers_withdrawn", "Draft answers withdrawn for quoting numbers no tool result gave"
 )
+PREMISE_GAPS = Counter(
+    "stacgis_premise_gaps",
+    "Draft answers whose data did not cover the question (kind: variable, period, collection)",
+    ["kind"],
+)
 ACTIVE_RUNS = Gauge("stacgis_agent_active_runs", "Runs in progress on this replica")
 
 TOOL_CALLS = Counter(

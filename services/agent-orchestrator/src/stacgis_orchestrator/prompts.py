@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from .result_shaping import shape_result
@@ -68,7 +69,7 @@ def budget_message(max_steps: int) -> str:
     return f"You have at most {max_steps} steps (model calls) for this request; plan your tool calls accordingly."
 
 
-def run_context_message(max_steps: int, memories: list[str], spatial: str | None) -> str:
+def run_context_message(max_steps: int, memories: list[str], spatial: str | None, notes: Sequence[str] = ()) -> str:
     """Everything per run, in one message placed after the history, just before the request. It is a
     user-role message: Ollama moves every system message to the top of the prompt, where it would
     break the cached prefix."""
@@ -77,6 +78,7 @@ def run_context_message(max_steps: int, memories: list[str], spatial: str | None
         parts.append(memories_message(memories))
     if spatial:
         parts.append(spatial)
+    parts.extend(notes)
     return "\n\n".join(parts)
 
 

@@ -81,6 +81,10 @@ class OrchestratorSettings(ServiceSettings):
     # An answer quoting numbers that no tool result gave is withdrawn once and the model asked to look
     # them up or say what the data lacks (one more step); a second such answer stands, marked.
     grounding_retry: bool = True
+    # An answer drawn from data that does not cover the question (a variable no collection holds,
+    # years outside every collection of the variable, another variable's collection) is replaced by
+    # a refusal naming what is missing, or sent back once for the right collection (`premises`).
+    premise_check: bool = True
     max_message_chars: int = Field(default=32_000, ge=1)
     max_history_messages: int = Field(default=500, ge=0)
 

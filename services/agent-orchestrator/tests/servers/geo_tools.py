@@ -41,9 +41,27 @@ READ_ONLY = ToolAnnotations(readOnlyHint=True)
 WRITES = ToolAnnotations(readOnlyHint=False, destructiveHint=False)
 
 COLLECTIONS = {
-    "landsat-ndvi": {"title": "Landsat 7 NDVI, Olinda (Brazil)", "units": "NDVI", "stats": [-0.21, 0.87, 0.41]},
-    "lux-dem": {"title": "Luxembourg elevation model", "units": "m", "stats": [195.0, 547.0, 370.5]},
-    "pr-1999": {"title": "Monthly precipitation 1999", "units": "mm", "stats": [0.0, 412.0, 61.2]},
+    "landsat-ndvi": {
+        "title": "Landsat 7 NDVI, Olinda (Brazil)",
+        "units": "NDVI",
+        "stats": [-0.21, 0.87, 0.41],
+        "keywords": ["ndvi", "vegetation index"],
+        "time": "not time-resolved",
+    },
+    "lux-dem": {
+        "title": "Luxembourg elevation model",
+        "units": "m",
+        "stats": [195.0, 547.0, 370.5],
+        "keywords": ["dem", "elevation"],
+        "time": "not time-resolved",
+    },
+    "pr-1999": {
+        "title": "Monthly precipitation 1999",
+        "units": "mm",
+        "stats": [0.0, 412.0, 61.2],
+        "keywords": ["precipitation", "rainfall"],
+        "time": "1999-01-01T00:00:00Z/1999-12-31T23:59:59Z",
+    },
 }
 CALLS: list[dict[str, Any]] = []
 FAILURES: dict[str, Any] = {"count": 0, "status": 503}
@@ -148,7 +166,12 @@ if settings.variant == "raster":
     @server.resource("collections://list", mime_type="application/json")
     def collections_resource() -> str:
         """Every raster collection."""
-        return json.dumps([{"id": key, "title": value["title"]} for key, value in COLLECTIONS.items()])
+        return json.dumps(
+            [
+                {"id": key, "title": value["title"], "time": value["time"], "keywords": value["keywords"]}
+                for key, value in COLLECTIONS.items()
+            ]
+        )
 
 elif settings.variant == "vector":
 

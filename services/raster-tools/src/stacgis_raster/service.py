@@ -284,6 +284,16 @@ class RasterService:
             result["note"] = "collections that are not time-resolved are listed regardless of datetime"
         return result
 
+    async def catalogue(self) -> dict[str, Any]:
+        """Every collection for the `collections://list` resource: the listing plus the keywords and
+        band names a client needs to tell which collection holds which variable."""
+        records = await self.collections()
+        out = [
+            {**r.summary(), "keywords": r.keywords, "band_names": [b.name for b in r.bands]}
+            for r in sorted(records, key=lambda r: r.id)
+        ]
+        return {"count": len(out), "collections": out}
+
     async def search_collections(self, query: Any, limit: int = 10) -> dict[str, Any]:
         if not isinstance(query, str) or not query.strip():
             raise ArgumentError("query", "expected a non-empty search text, e.g. 'elevation Luxembourg'")
@@ -407,8 +417,20 @@ class RasterService:
         x, y, place_info = await self.located_point(place, lon, lat, token)
         record = await self.collection(collection_id)
         interval = interval_for(record, datetime)
-        items, note = await self.latest_or_matching(record, interval, None, 48)
-        values = await self.run(self._point_values, [self.href(i) for i in items], x, y)
+        series: dict[str, Any] | None = None
+        if record.time_resolved and interval is None:
+            # No date asked for: the latest step is the value, and every step is summarised, so
+            # "the warmest month of 1999 here" is answered whichever point tool was chosen.
+            items = await self.items(record, None, None, self.settings.max_timeseries_items)
+            values = await self.run(self._point_values, [self.href(i) for i in items], x, y)
+            series = _series_summary(items, values, record.bands[0]) if record.bands else None
+            items, values = items[-1:], values[-1:]
+            note = f"latest time step used ({items[0].time_label()}); pass datetime to choose"
+            if series:
+                note += f"; all {series['count']} time steps are summarised in all_time_steps"
+        else:
+            items, note = await self.latest_or_matching(record, interval, None, 48)
+            values = await self.run(self._point_values, [self.href(i) for i in items], x, y)
         if outside_is_error and not any(v.inside for v in values):
             # An error, not a result with "inside": false: a small model reads a result as an answer.
             raise ArgumentError("place" if place_info else "lon", await self._outside_message(record, x, y, place_info))
@@ -433,6 +455,8 @@ class RasterService:
             "time": note,
             "results": results,
         }
+        if series and inside:
+            out["all_time_steps"] = series
         if not inside:
             out["note"] = f"the point is outside the collection's extent {record.bbox}"
         elif all(v is None for r in results for v in (r.get("values") or {}).values()):
@@ -672,8 +696,12 @@ class RasterService:
             float(threshold),
         )
         plan = stats.pop("_plan")
+        summary = _change_summary(
+            stats["change"], stats["statistics_a"], stats["statistics_b"], info.unit, (a.text, b.text)
+        )
         return {
             "collection_id": record.id,
+            **({"summary": summary} if summary else {}),
             "band": _band_json(info),
             "unit": info.unit,
             **({"place": place_info} if place_info else {}),
@@ -732,6 +760,47 @@ class RasterService:
         change["compared_fraction"] = round(total / float(np.asarray(weights)[inside].sum()), 4)
         out["change"] = change
         return out
+
+
+def _series_summary(
+    items: Sequence[ItemRecord], values: Sequence[rasterops.PointValue], band: BandInfo
+) -> dict[str, Any] | None:
+    """Lowest, highest and mean value of the first band over the time steps, with their times."""
+    steps = [
+        (item.time_label(), float(value.values[band.index - 1]))
+        for item, value in zip(items, values, strict=True)
+        if value.inside and value.values[band.index - 1] is not None
+    ]
+    if len(steps) < 2 or band.classes:
+        return None
+    low = min(steps, key=lambda s: s[1])
+    high = max(steps, key=lambda s: s[1])
+    return {
+        "band": band.name,
+        "count": len(steps),
+        "min": {"value": low[1], "time": low[0]},
+        "max": {"value": high[1], "time": high[0]},
+        "mean": rasterops._round(float(np.mean([v for _, v in steps]))),
+    }
+
+
+def _change_summary(
+    change: dict[str, Any], a: dict[str, Any], b: dict[str, Any], unit: str | None, periods: tuple[str, str]
+) -> str:
+    """The comparison in one sentence, sign and unit written out: a small model copies a sentence
+    more faithfully than it picks the right key of a nested result."""
+    mean_a, mean_b, diff = a.get("mean"), b.get("mean"), change.get("mean")
+    if not all(isinstance(v, (int, float)) for v in (mean_a, mean_b, diff)):
+        return ""
+    u = f" {unit}" if unit else ""
+    text = (
+        f"mean {mean_a}{u} in {periods[0]}, {mean_b}{u} in {periods[1]}: a change of "
+        f"{'+' if diff > 0 else ''}{diff}{u} ({'rose' if diff > 0 else 'fell' if diff < 0 else 'unchanged'})"
+    )
+    percent = change.get("mean_change_percent")
+    if isinstance(percent, (int, float)):
+        text += f", {'+' if percent > 0 else ''}{percent} % of the {periods[0]} mean"
+    return text
 
 
 def point_circle(lon: float, lat: float, km: float) -> BaseGeometry:

@@ -229,10 +229,10 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
         "collections://list",
         name="raster_collections",
         mime_type="application/json",
-        description="Every raster collection with id, title, extent, time range and units",
+        description="Every raster collection with id, title, extent, time range, units, keywords and band names",
     )
     async def collections_resource() -> str:
-        listing = await service.list_collections()
+        listing = await service.catalogue()
         return json.dumps(_plain(listing), separators=(",", ":"))
 
     @server.prompt(name="analysis_prompt", description="Plan a geospatial analysis with the raster tools")

@@ -1,0 +1,265 @@
+"""Does the data an answer used cover what the question asked?
+
+Grounding proves that every number of an answer came from a tool result; it cannot tell that the
+result is about another variable (snowfall answered with an elevation model) or another period
+(2010 answered with 1999's data). These checks compare the question with the raster catalogue
+(`collections://list`: ids, titles, keywords, band names, time ranges) and with the collections
+the answer's numbers came from. They find three gaps:
+
+- `variable`: the question asks for a variable no collection holds (a refusal, written here);
+- `period`: it names years that no collection of the variable covers (a refusal, written here);
+- `collection`: the numbers came from a collection that does not hold the variable asked for, while
+  another one does (the model is asked once to use that one).
+
+Variables are recognised from a vocabulary of common Earth-observation quantities; a question that
+names none of them is not checked for its variable.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from stacgis_common.answer import mentions, refusal_phrases
+
+# Quantities a user may ask for, each with the words that name it. A collection holds one when a
+# word occurs in its id, title, keywords or band names. Longer words are matched first, so "sea
+# surface temperature" is not also read as "temperature".
+VARIABLES: dict[str, tuple[str, ...]] = {
+    "elevation": ("elevation", "altitude", "terrain height", "height above sea level", "topography", "dem"),
+    "precipitation": ("precipitation", "rainfall", "rain"),
+    "air temperature": ("air temperature", "temperature", "how warm", "how hot", "how cold"),
+    "sea surface temperature": ("sea surface temperature", "sst", "ocean temperature", "water temperature"),
+    "land surface temperature": ("land surface temperature", "lst", "brightness temperature"),
+    "thermal infrared": ("thermal band", "thermal infrared", "thermal"),
+    "sea ice": ("sea ice", "ice concentration", "ice extent"),
+    "snow": ("snowfall", "snow cover", "snow depth", "snow"),
+    "wind": ("wind speed", "wind direction", "wind"),
+    "humidity": ("relative humidity", "humidity", "dew point"),
+    "soil moisture": ("soil moisture", "soil water"),
+    "salinity": ("salinity",),
+    "air quality": ("pm2.5", "pm10", "air quality", "air pollution", "particulate matter", "aerosol", "ozone"),
+    "evapotranspiration": ("evapotranspiration", "evaporation"),
+    "solar radiation": ("solar radiation", "irradiance", "sunshine"),
+    "air pressure": ("air pressure", "atmospheric pressure", "sea level pressure"),
+    "cloud cover": ("cloud cover", "cloudiness"),
+    "population": ("population", "inhabitants"),
+    "night lights": ("night lights", "nighttime lights"),
+    "burned area": ("burned area", "burnt area", "wildfire", "fire"),
+    "land cover": ("land cover", "landcover", "land use", "forest", "cropland"),
+    "ndvi": ("ndvi", "vegetation index", "greenness"),
+    "land mask": ("land mask", "water mask", "land or water", "land-sea mask"),
+}
+_TERMS = sorted(((term, name) for name, terms in VARIABLES.items() for term in terms), key=lambda t: -len(t[0]))
+# A year the user wrote: not part of an identifier ("bcsd-precipitation-1999") and not a quantity
+# ("2000 m"). "1999-07" is the year 1999.
+_YEAR = re.compile(r"(?<![\w.\-−/])(1[89]\d\d|20\d\d|2100)(?![\w.]|\s?(?:m|mm|km|ft|metres|meters|%)\b)")
+_YEAR_IN_RANGE = re.compile(r"(\d{4})-\d\d-\d\d")
+
+
+def _plain(text: str) -> str:
+    return " ".join(re.sub(r"[-‐‑–_/,;:()]", " ", text.lower()).split())
+
+
+def _has_term(plain: str, term: str) -> bool:
+    return _term_pattern(term).search(plain) is not None
+
+
+@dataclass(frozen=True)
+class Collection:
+    id: str
+    title: str
+    words: str  # plain id, title, keywords and band names: what a variable's words are looked for in
+    years: tuple[int, int] | None  # first and last year of its data; None when not time-resolved
+    time: str  # the time range as the catalogue writes it
+
+    def holds(self, variable: str) -> bool:
+        return any(_has_term(self.words, term) for term in VARIABLES[variable])
+
+    def covers(self, year: int) -> bool:
+        return self.years is None or self.years[0] <= year <= self.years[1]
+
+
+class Catalog:
+    """The raster collections, read from the `collections://list` resource."""
+
+    def __init__(self, collections: Iterable[Collection] = ()) -> None:
+        self.collections = {c.id: c for c in collections}
+
+    @classmethod
+    def from_resource(cls, text: str | None) -> Catalog:
+        try:
+            data: Any = json.loads(text or "")
+        except ValueError:
+            return cls()
+        if isinstance(data, dict):
+            data = data.get("collections")
+        if not isinstance(data, list):
+            return cls()
+        return cls(_collection(item) for item in data if isinstance(item, dict) and isinstance(item.get("id"), str))
+
+    def holders(self, variable: str) -> list[Collection]:
+        return [c for c in self.collections.values() if c.holds(variable)]
+
+    def variables(self) -> list[str]:
+        """The vocabulary's variables that some collection holds, for telling the user what there is."""
+        return [name for name in VARIABLES if self.holders(name)]
+
+
+def _collection(item: dict[str, Any]) -> Collection:
+    bands = item.get("band_names") or []
+    keywords = item.get("keywords") or []
+    text = " ".join(str(part) for part in [item["id"], item.get("title") or "", *keywords, *bands])
+    time = str(item.get("time") or "")
+    years = [int(y) for y in _YEAR_IN_RANGE.findall(time)]
+    return Collection(
+        id=item["id"],
+        title=str(item.get("title") or ""),
+        words=_plain(text),
+        years=(min(years), max(years)) if years else None,
+        time=time,
+    )
+
+
+def asked_variables(question: str) -> list[tuple[str, str]]:
+    """The variables the question names, as (variable, the words used), in the order written. A
+    capitalised word inside a sentence is part of a name ("Snow Hill", "Fire Island"), not a variable."""
+    lowered = question.lower()
+    found: list[tuple[int, str, str]] = []
+    taken: list[tuple[int, int]] = []
+    for term, name in _TERMS:
+        for match in _term_pattern(term).finditer(lowered):
+            span = match.span()
+            if any(span[0] < end and start < span[1] for start, end in taken) or _is_name(question, span[0]):
+                continue
+            taken.append(span)
+            found.append((span[0], name, term))
+    seen: dict[str, str] = {}
+    for _, name, term in sorted(found):
+        seen.setdefault(name, term)
+    return list(seen.items())
+
+
+def _term_pattern(term: str) -> re.Pattern[str]:
+    words = [re.escape(w) for w in re.split(r"[\s\-]+", term.lower())]
+    # Not inside an identifier: "temperature" in "bcsd-temperature-1999" names a collection.
+    return re.compile(r"(?<![\w.\-])" + r"[\s\-_/]+".join(words) + r"(?![\w\-])")
+
+
+def _is_name(text: str, start: int) -> bool:
+    word = re.match(r"\w+", text[start:])
+    if word is None or not word.group(0).istitle() or len(word.group(0)) < 2:
+        return False
+    before = text[:start].rstrip()
+    return bool(before) and before[-1] not in ".?!:\"'([\n"
+
+
+def asked_years(question: str) -> list[int]:
+    return sorted({int(y) for y in _YEAR.findall(question)})
+
+
+@dataclass(frozen=True)
+class Gap:
+    kind: str  # "variable", "period" or "collection"
+    missing: str  # what the data lacks, in the user's words
+    reason: str  # why the data cannot answer, as a clause
+    correction: str = ""  # what the model is told when it may try again ("collection" only)
+
+    @property
+    def refusal(self) -> str:
+        """What the user is told when the model did not say it."""
+        return f"I cannot answer that from the data here: {self.reason}."
+
+    @property
+    def note(self) -> str:
+        """What the model is told before it starts."""
+        return (
+            f"Catalogue check: {self.reason}. If my question asks for it, say so plainly instead of using other data."
+        )
+
+    def answered_by(self, draft: str) -> bool:
+        """Whether a draft already says so: it refuses and names what is missing."""
+        return bool(refusal_phrases(draft)) and mentions(draft, self.missing)
+
+
+def catalogue_gaps(question: str, catalog: Catalog) -> list[Gap]:
+    """What the catalogue as a whole cannot answer: a variable no collection holds, or years that
+    no collection of the variable covers."""
+    if not catalog.collections:
+        return []
+    gaps = []
+    years = asked_years(question)
+    for variable, words in asked_variables(question):
+        holders = catalog.holders(variable)
+        if not holders:
+            held = ", ".join(catalog.variables()) or "none"
+            gaps.append(
+                Gap(
+                    "variable",
+                    words,
+                    f"none of the catalogue's collections holds {words} data (they hold: {held})",
+                )
+            )
+        elif years and not any(c.covers(y) for c in holders for y in years):
+            gaps.append(_period_gap(variable, years, holders))
+    return gaps
+
+
+def _period_gap(variable: str, years: list[int], holders: list[Collection]) -> Gap:
+    asked = " and ".join(str(y) for y in years)
+    spans = "; ".join(f"{c.id} covers {_span(c)}" for c in holders)
+    return Gap("period", str(years[0]), f"no {variable} data covers {asked} ({spans})")
+
+
+def _span(collection: Collection) -> str:
+    if collection.years is None:
+        return "no particular period"
+    first, last = collection.years
+    return str(first) if first == last else f"{first} to {last}"
+
+
+def answer_gap(question: str, catalog: Catalog, used: set[str]) -> Gap | None:
+    """The first gap between the question and an answer drawn from the collections `used`."""
+    for gap in catalogue_gaps(question, catalog):
+        return gap
+    used_known = [catalog.collections[c] for c in sorted(used) if c in catalog.collections]
+    if not used_known:
+        return None
+    for variable, words in asked_variables(question):
+        holders = catalog.holders(variable)
+        if holders and not any(c.holds(variable) for c in used_known):
+            names = ", ".join(c.id for c in holders)
+            used_names = ", ".join(f"{c.id} ({c.title})" for c in used_known)
+            return Gap(
+                "collection",
+                words,
+                f"the numbers I found come from {used_names}, which does not hold {words}; "
+                f"the collections with {words} are: {names}",
+                f"Your numbers come from {used_names}, which does not hold {words}. "
+                f"Call the tool again with a collection that does: {names}.",
+            )
+    return None
+
+
+def collections_in(text: str) -> set[str]:
+    """The collection ids a tool result is about (its `collection_id` keys, at any depth)."""
+    try:
+        data: Any = json.loads(text)
+    except ValueError:
+        return set()
+    return set(_collection_ids(data))
+
+
+def _collection_ids(value: Any) -> Iterator[str]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "collection_id" and isinstance(item, str):
+                yield item
+            else:
+                yield from _collection_ids(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _collection_ids(item)
