@@ -766,11 +766,11 @@ def _series_summary(
     items: Sequence[ItemRecord], values: Sequence[rasterops.PointValue], band: BandInfo
 ) -> dict[str, Any] | None:
     """Lowest, highest and mean value of the first band over the time steps, with their times."""
-    steps = [
-        (item.time_label(), float(value.values[band.index - 1]))
-        for item, value in zip(items, values, strict=True)
-        if value.inside and value.values[band.index - 1] is not None
-    ]
+    steps = []
+    for item, value in zip(items, values, strict=True):
+        reading = value.values[band.index - 1] if value.inside else None
+        if reading is not None:
+            steps.append((item.time_label(), float(reading)))
     if len(steps) < 2 or band.classes:
         return None
     low = min(steps, key=lambda s: s[1])
@@ -790,7 +790,7 @@ def _change_summary(
     """The comparison in one sentence, sign and unit written out: a small model copies a sentence
     more faithfully than it picks the right key of a nested result."""
     mean_a, mean_b, diff = a.get("mean"), b.get("mean"), change.get("mean")
-    if not all(isinstance(v, (int, float)) for v in (mean_a, mean_b, diff)):
+    if not isinstance(diff, (int, float)) or not all(isinstance(v, (int, float)) for v in (mean_a, mean_b)):
         return ""
     u = f" {unit}" if unit else ""
     text = (
