@@ -177,6 +177,20 @@ agent = Row(
             min=0,
         ),
         PanelSpec(
+            title="Answers whose data did not cover the question, by kind",
+            description=(
+                "Draft answers the premise check caught (stacgis_premise_gaps_total): variable and period, the "
+                "question asked for a variable or years no collection holds and the user got a refusal naming "
+                "it; collection, the numbers came from another variable's collection and the model was sent "
+                "back. Many of these mean users ask for data the catalogue lacks, or the model picks "
+                "collections badly (make eval)."
+            ),
+            unit="ops",
+            queries=(Query(f"sum by (kind) ({rate('stacgis_premise_gaps_total')})", "{{kind}}"),),
+            thresholds=volume(1),
+            stack=True,
+        ),
+        PanelSpec(
             title="Share of runs ending in error",
             description=(
                 "Runs that ended with an error over all finished runs (stacgis_agent_runs_total). Above 2% users "
