@@ -29,6 +29,8 @@ from stacgis_orchestrator.prompts import (
     FAILED_CALL,
     FORCE_ANSWER,
     FORCE_ANSWER_AGAIN,
+    PLACE_BY_LOOKUP,
+    PLACE_BY_NAME,
     SUMMARY_HEADER,
     UNGROUNDED_DRAFT,
 )
@@ -648,3 +650,24 @@ async def test_a_refusal_that_names_the_gap_and_a_concept_answer_stand(orch, mod
     assert terminal(events).proto.done.content == refusal and replaced(events) == 0
     events = await run_events(orch.url, {"message": unique("What is snow?")})
     assert terminal(events).proto.done.content == "Snow is frozen precipitation." and replaced(events) == 0
+
+
+@pytest.mark.asyncio
+async def test_with_place_names_off_the_model_sees_no_place_argument_and_is_told_to_look_places_up(
+    stack_env: dict[str, str], orch, model_url
+) -> None:
+    message = unique("Zoom to Nairobi")
+    await set_rules(model_url, {"name": "answer", "match": {"last_user": "Zoom to Nairobi"}, "content": "Done."})
+    with orchestrator({**stack_env, "ORCHESTRATOR_PLACE_NAMES": "false"}) as without:
+        await run_events(without.url, {"message": message})
+    await run_events(orch.url, {"message": message})
+    hidden, shown = await model_requests(model_url, contains=message)
+
+    def zoom_arguments(request: dict[str, Any]) -> set[str]:
+        tool = next(t for t in request["body"]["tools"] if t["function"]["name"] == "zoom_to_location")
+        return set(tool["function"]["parameters"]["properties"])
+
+    assert "place" in zoom_arguments(shown) and zoom_arguments(hidden) == zoom_arguments(shown) - {"place"}
+    system = [request["body"]["messages"][0]["content"] for request in (hidden, shown)]
+    assert PLACE_BY_LOOKUP in system[0] and PLACE_BY_NAME not in system[0]
+    assert PLACE_BY_NAME in system[1] and PLACE_BY_LOOKUP not in system[1]

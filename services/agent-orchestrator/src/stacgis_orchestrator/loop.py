@@ -30,7 +30,7 @@ from .llm.stream_filter import ContentFilter
 from .llm.text_tools import describe_tools_for_prompt, parse_json_answer, parse_tool_blocks
 from .llm.types import Message, ModelError, ModelTurn, TextDelta, ThinkingDelta, ToolCall, ToolSpec, new_call_id
 from .memory import ConversationMemory, consistent_history, truncate_result
-from .prefix import all_tools
+from .prefix import all_tools, offered_specs
 from .premises import Catalog, Gap, answer_gap, catalogue_gaps, collections_in
 from .prompts import (
     FAILED_CALL,
@@ -367,7 +367,7 @@ class AgentRun:
             self._learn_window(),
         )
         # The prefix: only what every run shares. Per-run context follows the history.
-        memory.add_system(system_prompt(resources))
+        memory.add_system(system_prompt(resources, self.settings.place_names))
         self.catalog_text = "\n".join(resources.values())
         self.catalog = Catalog.from_resource(self.deps.resources.raw(CATALOG_RESOURCE))
         gaps = catalogue_gaps(self.run.message, self.catalog) if self.settings.premise_check else []
@@ -427,7 +427,7 @@ class AgentRun:
         with tracer.start_as_current_span("select_tools", attributes={"stacgis.candidates": len(candidates)}):
             ranked = await self.deps.selector.rank(query, candidates)
         chosen = [item.tool for item in ranked[: self.settings.tool_top_k]]
-        return [tool.spec() for tool in [*chosen, *always]]
+        return offered_specs([*chosen, *always], self.settings)
 
     # Think.
 

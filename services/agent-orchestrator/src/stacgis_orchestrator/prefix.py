@@ -21,6 +21,7 @@ from .prompts import system_prompt
 from .settings import OrchestratorSettings
 from .tools.catalog import ToolCatalog
 from .tools.pool import ToolPool
+from .tools.registry import RegisteredTool
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +34,24 @@ def all_tools(catalog: ToolCatalog, pool: ToolPool, settings: OrchestratorSettin
         if (tool.kind != "mcp" or pool.available(tool))
         and (tool.kind != "frontend" or settings.always_include_frontend_tools)
     ]
-    return [tool.spec() for tool in sorted(tools, key=lambda t: t.name)]
+    return offered_specs(sorted(tools, key=lambda t: t.name), settings)
+
+
+def offered_specs(tools: list[RegisteredTool], settings: OrchestratorSettings) -> list[ToolSpec]:
+    """The tools as the model sees them; with `place_names` off, without their `place` argument."""
+    specs = [tool.spec() for tool in tools]
+    return specs if settings.place_names else [without_place(spec) for spec in specs]
+
+
+def without_place(spec: ToolSpec) -> ToolSpec:
+    schema = spec.parameters
+    properties = schema.get("properties") or {}
+    if "place" not in properties:
+        return spec
+    hidden = {**schema, "properties": {k: v for k, v in properties.items() if k != "place"}}
+    if "required" in schema:
+        hidden["required"] = [name for name in schema["required"] if name != "place"]
+    return ToolSpec(name=spec.name, description=spec.description, parameters=hidden)
 
 
 def unlisted_servers(pool: ToolPool) -> list[str]:
@@ -73,7 +91,7 @@ async def warm_prefix(
     try:
         await listed.wait()
         texts = await resources.get(headers)
-        messages = [Message(role="system", content=system_prompt(texts))]
+        messages = [Message(role="system", content=system_prompt(texts, settings.place_names))]
         tools = all_tools(catalog, pool, settings) if settings.tool_selection == "all" else []
         if not settings.llm_native_tools:
             tools = []

@@ -57,9 +57,17 @@ FAILED_CALL = (
 SUMMARY_HEADER = "[The model did not write an answer. These are the tool results of this request, shown as they came:]"
 
 
-def system_prompt(resources: dict[str, str]) -> str:
+# With `place_names` off (an experiment setting): places are looked up first and passed as what the
+# lookup returned, as before tools took place names.
+PLACE_BY_NAME = 'For a named place, pass its name, e.g. place: "Luxembourg".'
+PLACE_BY_LOOKUP = (
+    "For a named place, look it up first with resolve_place or search_vector_features and pass what it returns."
+)
+
+
+def system_prompt(resources: dict[str, str], place_names: bool = True) -> str:
     """The first system message: the same for every run with the same settings and catalogues."""
-    parts = [BASE_PROMPT]
+    parts = [BASE_PROMPT if place_names else BASE_PROMPT.replace(PLACE_BY_NAME, PLACE_BY_LOOKUP)]
     for title in sorted(resources):
         parts.append(f"{title}:\n{resources[title]}")
     return "\n\n".join(parts)

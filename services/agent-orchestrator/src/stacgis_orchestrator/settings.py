@@ -85,6 +85,10 @@ class OrchestratorSettings(ServiceSettings):
     # years outside every collection of the variable, another variable's collection) is replaced by
     # a refusal naming what is missing, or sent back once for the right collection (`premises`).
     premise_check: bool = True
+    # Tools take places by name (`place: "Luxembourg"`, resolved by vector-tools). Off hides the
+    # `place` argument from the model and tells it to look places up first, as before: an experiment
+    # setting, to measure what naming places is worth (docs/eval.md).
+    place_names: bool = True
     max_message_chars: int = Field(default=32_000, ge=1)
     max_history_messages: int = Field(default=500, ge=0)
 
