@@ -186,6 +186,27 @@ async def test_coordinates_the_user_typed_win_over_a_place_the_model_added(
 
 
 @pytest.mark.asyncio
+async def test_a_place_named_only_in_the_collection_id_is_dropped_with_the_box_the_model_made_up(
+    places_orch: RunningService, model_url: str
+) -> None:
+    # The 1.5B model, asked for the highest elevation "in the luxembourg-dem collection", added
+    # place "Luxembourg" and an invented box: the country's maximum is not the collection's.
+    made_up = {"collection_id": "luxembourg-dem", "bbox": [4, 49, 4.5, 50], "place": "Luxembourg"}
+    message = "highest elevation in the luxembourg-dem collection"
+    events = await one_call(places_orch, model_url, message, "get_raster_statistics", made_up)
+    assert payload(events, "tool_start")["arguments"] == {"collection_id": "luxembourg-dem"}
+    whole = json.loads(payload(events, "tool_result")["result"])
+    assert "place" not in whole
+    # Named in the question as well: the country it is.
+    events = await one_call(
+        places_orch, model_url, "highest elevation of Luxembourg in luxembourg-dem", "get_raster_statistics", made_up
+    )
+    country = json.loads(payload(events, "tool_result")["result"])
+    assert country["place"]["ref"] == "countries/LUX"
+    assert country["statistics"]["max"] < whole["statistics"]["max"], "the collection reaches beyond the border"
+
+
+@pytest.mark.asyncio
 @pytest.mark.parametrize(
     ("place", "fragments"),
     [("Fuzhou", ["cities/1810820", "cities/1810821"]), ("Atlantis Qwertyville", ["no country, city"])],

@@ -10,6 +10,9 @@
   made up ("selection", "Puerto Rico", "103.8, 1.35"). The same when the place is the selection or
   drawn area and there is none. Otherwise a named place wins over coordinates the model typed
   itself (raster-tools says so).
+- A place the question names only inside the collection id ("the highest elevation in the
+  luxembourg-dem collection" called with `place: "Luxembourg"`) is dropped, with a box the model
+  made up beside it: the question is about the whole collection, not the country.
 - The place name of a map tool (zoom_to_location, visualize_collection) is resolved by vector-tools'
   `resolve_place` over MCP (with the run's headers, like any tool call): the browser gets plain
   coordinates, so it needs no resolver of its own.
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -196,6 +200,17 @@ def _typed_by_user(numbers: list[float], question: str) -> bool:
     return bool(numbers) and all(any(math.isclose(abs(n), w, abs_tol=1e-9) for w in written) for n in numbers)
 
 
+def _named_only_in_collection_id(name: str, arguments: Mapping[str, Any], question: str) -> bool:
+    """The place is part of the call's collection id, and the question names it only there."""
+    ids = arguments.get("collection_ids") or [arguments.get("collection_id")]
+    words = re.escape(name).replace(r"\ ", "[\\s_-]+")
+    in_id = re.compile(rf"(?<![a-z0-9]){words}(?![a-z0-9])")
+    if not name or not any(isinstance(c, str) and in_id.search(c.lower()) for c in ids):
+        return False
+    standalone = re.compile(rf"(?<![\w-]){words}(?![\w-])")
+    return standalone.search(question.lower()) is None
+
+
 def _user_shape_missing(name: str, spatial: SpatialInput) -> bool:
     if name in SELECTION_NAMES:
         return not spatial.selected_feature
@@ -215,6 +230,13 @@ async def _settle(
     if tool is None or not isinstance(place, str) or "place" not in (tool.input_schema.get("properties") or {}):
         return call
     name = " ".join(place.lower().split())
+    if _named_only_in_collection_id(name, call.arguments, question):
+        arguments = {
+            key: value
+            for key, value in call.arguments.items()
+            if key != "place" and (key != "bbox" or _typed_by_user(_coordinates({key: value}), question))
+        }
+        return ToolCall(call.id, call.name, arguments)
     coordinates = _coordinates(call.arguments)
     if coordinates and (_typed_by_user(coordinates, question) or _user_shape_missing(name, spatial)):
         return ToolCall(call.id, call.name, {key: value for key, value in call.arguments.items() if key != "place"})
