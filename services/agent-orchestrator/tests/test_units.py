@@ -385,3 +385,15 @@ def test_catalogue_gaps_name_a_missing_variable_or_year_and_leave_covered_questi
     # A draft that already refuses and names what is missing stands.
     assert snow.answered_by("The catalogue has no snow data.")
     assert not snow.answered_by("Snowfall was 350 m.") and not snow.answered_by("There is no data.")
+
+
+def test_map_style_urls_pass_only_for_the_hosts_a_deployment_allows() -> None:
+    from stacgis_orchestrator.tools.frontend import prepare_frontend_command
+
+    allowed = ["tiles.example.org", "*.maptiler.com"]
+    for url in ("https://tiles.example.org/style.json", "https://api.maptiler.com/maps/streets/style.json"):
+        assert prepare_frontend_command("set_map_style", {"style": url}, allowed).arguments == {"style": url}
+    for url in ("https://maptiler.com.evil.example/style.json", "https://example.org/style.json"):
+        with pytest.raises(FrontendToolError, match="is not allowed"):
+            prepare_frontend_command("set_map_style", {"style": url}, allowed)
+    assert prepare_frontend_command("set_map_style", {"style": "satellite"}).arguments == {"style": "satellite"}

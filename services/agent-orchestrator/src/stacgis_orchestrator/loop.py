@@ -722,7 +722,7 @@ class AgentRun:
         prepared = _Prepared(call, tool, arguments=arguments)
         if tool.kind == "frontend":
             try:
-                prepared.ui = prepare_frontend_command(tool.name, arguments)
+                prepared.ui = prepare_frontend_command(tool.name, arguments, self.settings.map_style_hosts)
             except FrontendToolError as error:
                 prepared.error = f"Invalid arguments for {tool.name}: {error}. Fix them and call it again."
                 prepared.error_kind = "invalid_arguments"

@@ -89,6 +89,9 @@ class OrchestratorSettings(ServiceSettings):
     # `place` argument from the model and tells it to look places up first, as before: an experiment
     # setting, to measure what naming places is worth (docs/eval.md).
     place_names: bool = True
+    # Hosts a `set_map_style` URL may point the user's browser at (JSON list; "*.example.org" allows
+    # its subdomains). Empty: only the built-in light, dark and satellite basemaps.
+    map_style_hosts: list[str] = Field(default_factory=list)
     max_message_chars: int = Field(default=32_000, ge=1)
     max_history_messages: int = Field(default=500, ge=0)
 

@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from .registry import RegisteredTool
 
@@ -52,13 +53,33 @@ def _visualize(args: dict[str, Any]) -> FrontendCommand:
     return FrontendCommand(ui, shown + ".")
 
 
+BASEMAPS = ("light", "dark", "satellite")
+
+
 def _style(args: dict[str, Any]) -> FrontendCommand:
     style = str(args["style"]).strip()
-    if style.lower() in ("light", "dark", "satellite"):
+    if style.lower() in BASEMAPS:
         style = style.lower()
     elif not style.startswith(("http://", "https://")):
         raise FrontendToolError("style: must be light, dark, satellite or an http(s) URL of a MapLibre style")
     return FrontendCommand({"style": style}, f"The basemap is now {style}.")
+
+
+def _check_style_host(args: dict[str, Any], allowed: Sequence[str]) -> None:
+    """A style URL makes the user's browser fetch from its host (and from every host the style
+    names): text planted in a document must not be able to point it anywhere. Only hosts the
+    deployment lists are accepted; `*.example.org` allows its subdomains."""
+    style = str(args.get("style", "")).strip()
+    if style.lower() in BASEMAPS or not style.startswith(("http://", "https://")):
+        return
+    host = (urlsplit(style).hostname or "").lower()
+    for entry in (a.lower() for a in allowed):
+        if host == entry or (entry.startswith("*.") and host.endswith(entry[1:])):
+            return
+    hosts = ", ".join(allowed) if allowed else "none"
+    raise FrontendToolError(
+        f"style: the host {host or '?'} is not allowed for map styles (allowed: {hosts}); use light, dark or satellite"
+    )
 
 
 def _panel(args: dict[str, Any]) -> FrontendCommand:
@@ -192,7 +213,10 @@ FRONTEND_TOOLS: list[tuple[RegisteredTool, Callable[[dict[str, Any]], FrontendCo
             input_schema={
                 "type": "object",
                 "properties": {
-                    "style": {"type": "string", "description": "light, dark, satellite or an http(s) style URL"}
+                    "style": {
+                        "type": "string",
+                        "description": "light, dark or satellite (or a style URL from a host the deployment allows)",
+                    }
                 },
                 "required": ["style"],
                 "additionalProperties": False,
@@ -266,6 +290,8 @@ def frontend_tools() -> list[RegisteredTool]:
     return [tool for tool, _ in FRONTEND_TOOLS]
 
 
-def prepare_frontend_command(name: str, arguments: dict[str, Any]) -> FrontendCommand:
+def prepare_frontend_command(name: str, arguments: dict[str, Any], style_hosts: Sequence[str] = ()) -> FrontendCommand:
     """The UI payload and the model's acknowledgement for validated arguments."""
+    if name == "set_map_style":
+        _check_style_host(arguments, style_hosts)
     return _HANDLERS[name](arguments)
