@@ -473,21 +473,39 @@ async def test_a_tool_server_that_comes_up_after_the_orchestrator_is_awaited_bef
 
 
 @pytest.mark.asyncio
-async def test_a_misremembered_tool_name_is_answered_with_the_nearest_one(orch, model_url) -> None:
+async def test_a_misremembered_tool_name_runs_as_the_tool_its_arguments_fit_or_gets_the_nearest_name(
+    orch, model_url
+) -> None:
+    # The 1.5B model called "get_raster_point" with a point's arguments: only query_raster_point
+    # takes them and shares its words, so that is what runs.
     message = unique("misnamed tool")
     call = {"name": "get_raster_point", "arguments": {"collection_id": "lux-dem", "lon": 6.1, "lat": 49.6}}
-    right = {**call, "name": "query_raster_point"}
     await set_rules(
         model_url,
         {"name": "wrong", "match": {"last_user": "misnamed tool", "step": 0}, "tool_calls": [call]},
-        {"name": "right", "match": {"last_user": "misnamed tool", "step": 1}, "tool_calls": [right]},
-        {"name": "answer", "match": {"last_user": "misnamed tool", "step": 2}, "content": "done"},
+        {"name": "answer", "match": {"last_user": "misnamed tool", "step": 1}, "content": "done"},
+    )
+    events = await run_events(orch.url, {"message": message})
+    assert not [e for e in events if e.name == "tool_error"]
+    assert [e.payload["toolName"] for e in events if e.name == "tool_start"] == ["query_raster_point"]
+    assert "get_raster_point is not a tool: running query_raster_point" in "".join(
+        e.payload.get("text", "") for e in events if e.name == "thinking"
+    )
+    assert content(events) == "done"
+    # Arguments no tool takes: an error naming the nearest tool, and the model calls it.
+    message = unique("misspelt tool")
+    typo = {"name": "query_raster_pont", "arguments": {"collection_id": "lux-dem", "lon": 6.1, "lat": 49.6, "zoom": 3}}
+    right = {"name": "query_raster_point", "arguments": {"collection_id": "lux-dem", "lon": 6.1, "lat": 49.6}}
+    await set_rules(
+        model_url,
+        {"name": "wrong", "match": {"last_user": "misspelt tool", "step": 0}, "tool_calls": [typo]},
+        {"name": "right", "match": {"last_user": "misspelt tool", "step": 1}, "tool_calls": [right]},
+        {"name": "answer", "match": {"last_user": "misspelt tool", "step": 2}, "content": "done"},
     )
     events = await run_events(orch.url, {"message": message})
     error = next(e.payload for e in events if e.name == "tool_error")
     assert error["kind"] == "unknown_tool" and "Did you mean query_raster_point?" in error["error"]
     assert [e.payload["toolName"] for e in events if e.name == "tool_start"] == ["query_raster_point"]
-    assert content(events) == "done"
 
 
 @pytest.mark.asyncio

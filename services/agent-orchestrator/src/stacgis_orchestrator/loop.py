@@ -616,7 +616,12 @@ class AgentRun:
     async def _act(self, calls: list[ToolCall], offered: list[ToolSpec]) -> list[Message]:
         """Run one step's tool calls; returns their tool messages in call order."""
         calls = await settle_places(
-            calls, self.deps.catalog, self.run.spatial, self.deps.pool, self._headers, self.run.message
+            [self._misnamed(call, offered) for call in calls],
+            self.deps.catalog,
+            self.run.spatial,
+            self.deps.pool,
+            self._headers,
+            self.run.message,
         )
         self.step_failures = []
         results_before = len(self.tool_texts)
@@ -689,13 +694,30 @@ class AgentRun:
     def _gated(self, tool: RegisteredTool) -> bool:
         return tool.kind == "mcp" and self.deps.catalog.requires_approval(tool)
 
+    def _misnamed(self, call: ToolCall, offered: list[ToolSpec]) -> ToolCall:
+        """A call of a tool that does not exist ("get_raster_point") runs as the one offered tool whose
+        arguments it has and whose name shares a word with it (query_raster_point); otherwise it stays
+        unknown and the model is told the nearest name."""
+        if self.deps.catalog.get(call.name) is not None or call.arguments_error is not None:
+            return call
+        words = _name_words(call.name)
+        matches = [s for s in offered if _fits(call.arguments, s.parameters) and words & _name_words(s.name)]
+        if len(matches) != 1:
+            return call
+        name = matches[0].name
+        self.sink.emit(thinking=events_pb2.Thinking(text=f"{call.name} is not a tool: running {name}.\n"))
+        return ToolCall(call.id, name, call.arguments)
+
     def _prepare(self, call: ToolCall, offered: list[ToolSpec]) -> _Prepared:
         tool = self.deps.catalog.get(call.name)
         if tool is None:
             offered_names = [spec.name for spec in offered]
             names = ", ".join(offered_names) or "none this step"
-            # Small models misremember names ("get_raster_point"): point at the nearest one.
-            near = difflib.get_close_matches(call.name, offered_names, n=1, cutoff=0.75)
+            # Small models misremember names: point at the nearest one, among those the arguments fit.
+            fitting = [spec.name for spec in offered if _fits(call.arguments, spec.parameters)]
+            near = difflib.get_close_matches(call.name, fitting, n=1, cutoff=0.5) or difflib.get_close_matches(
+                call.name, offered_names, n=1, cutoff=0.75
+            )
             hint = f" Did you mean {near[0]}?" if near else ""
             return _Prepared(
                 call,
@@ -859,6 +881,20 @@ class AgentRun:
             )
         )
         metrics.TOOL_CALLS.labels(name, server, kind).inc()
+
+
+# Words of tool names that say what a tool does, not what it is about.
+_GENERIC_NAME_WORDS = frozenset({"get", "query", "list", "search", "compute", "find", "show", "set", "add", "of", "by"})
+
+
+def _name_words(name: str) -> set[str]:
+    return set(re.split(r"[_\W]+", name.lower())) - _GENERIC_NAME_WORDS - {""}
+
+
+def _fits(arguments: dict[str, Any], schema: dict[str, Any]) -> bool:
+    """Every argument is one of the schema's and every required one is there."""
+    properties = schema.get("properties") or {}
+    return all(key in properties for key in arguments) and all(key in arguments for key in schema.get("required", []))
 
 
 def _unique_ids(calls: list[ToolCall]) -> list[ToolCall]:
