@@ -255,6 +255,16 @@ async def test_point_of_a_month(raster_service: str) -> None:
         assert steps["min"]["value"] == pytest.approx(min(series), rel=1e-6)
         assert steps["mean"] == pytest.approx(sum(series) / 12, rel=1e-4)
         assert "all_time_steps" not in result, "a point in a chosen month is that month only"
+        # Statistics over a box of zero size (a small model pointing with a box): the cell's value.
+        cell = await call(
+            mcp,
+            "get_raster_statistics",
+            collection_id="bcsd-precipitation-1999",
+            bbox=[-83.5, 35.6, -83.5, 35.6],
+            datetime="1999-03",
+        )
+        assert cell["statistics"]["mean"] == result["results"][0]["values"]["pr"] == cell["statistics"]["max"]
+        assert cell["area"]["type"] == "point" and cell["statistics"]["valid_pixels"] == 1
         # Paris is outside the Luxembourg DEM: an error that says so and names what does cover it.
         outside = await call_error(mcp, "query_raster_point", collection_id="luxembourg-dem", lon=2.35, lat=48.85)
         assert "outside 'luxembourg-dem'" in outside and "Collections covering this point:" in outside

@@ -336,6 +336,9 @@ class RasterService:
         if place is not None:
             # A named place is summarised over its real boundary with exact, area-weighted cell coverage.
             return await self.zonal(collection_id, geometry, datetime, band, token, place=place, bbox=bbox)
+        point = _zero_size_box(bbox) if geometry is None else None
+        if point is not None:
+            return await self._cell_statistics(collection_id, point, datetime, band)
         record = await self.collection(collection_id)
         info = self.band(record, band)
         interval = interval_for(record, datetime)
@@ -462,6 +465,34 @@ class RasterService:
         elif all(v is None for r in results for v in (r.get("values") or {}).values()):
             out["note"] = "no data at this point (nodata value)"
         return out
+
+    async def _cell_statistics(
+        self, collection_id: Any, point: tuple[float, float], datetime: Any, band: Any
+    ) -> dict[str, Any]:
+        """Statistics of a box of zero size (a small model's way of pointing): the cell under the point."""
+        record = await self.collection(collection_id)
+        info = self.band(record, band)
+        found = await self.point(record.id, point[0], point[1], datetime)
+        value = (found["results"][-1].get("values") or {}).get(info.name)
+        reading = value.get("value") if isinstance(value, dict) else value
+        statistics: dict[str, Any] = {"valid_pixels": 0 if reading is None else 1}
+        if reading is not None:
+            statistics.update({"min": reading, "max": reading, "mean": reading})
+            if isinstance(value, dict) and "class" in value:
+                statistics["majority"] = value["class"]
+        return {
+            "collection_id": record.id,
+            "band": _band_json(info),
+            "unit": info.unit,
+            "area": {
+                "type": "point",
+                "lon": point[0],
+                "lat": point[1],
+                "note": "a box of zero size is a point: the value of the cell under it",
+            },
+            "time": found["time"],
+            "statistics": statistics,
+        }
 
     async def _outside_message(
         self, record: CollectionRecord, x: float, y: float, place_info: dict[str, Any] | None
@@ -760,6 +791,16 @@ class RasterService:
         change["compared_fraction"] = round(total / float(np.asarray(weights)[inside].sum()), 4)
         out["change"] = change
         return out
+
+
+def _zero_size_box(bbox: Any) -> tuple[float, float] | None:
+    """(lon, lat) of a box whose west equals east and south equals north, else None."""
+    if not isinstance(bbox, (list, tuple)) or len(bbox) != 4:
+        return None
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in bbox):
+        return None
+    west, south, east, north = (float(v) for v in bbox)
+    return (west, south) if west == east and south == north else None
 
 
 def _series_summary(
