@@ -159,7 +159,7 @@ async def test_a_statistic_given_as_the_band_means_the_first_band(raster_service
     async with connect(raster_service) as mcp:
         box = [5.7, 49.4, 6.6, 50.2]
         plain = await call(mcp, "get_raster_statistics", collection_id="luxembourg-dem", bbox=box)
-        for word in ("mean", "Max"):
+        for word in ("mean", "Max", "share"):
             asked = await call(mcp, "get_raster_statistics", collection_id="luxembourg-dem", bbox=box, band=word)
             assert asked["statistics"] == plain["statistics"] and asked["band"] == plain["band"]
 

@@ -70,7 +70,10 @@ def _classify(value: float | None, band: BandInfo) -> Any:
 
 
 # Names of statistics a model writes where a band is asked; no band is named so.
-STATISTIC_WORDS = frozenset({"mean", "average", "avg", "min", "minimum", "max", "maximum", "median", "sum", "std"})
+STATISTIC_WORDS = frozenset(
+    {"mean", "average", "avg", "min", "minimum", "max", "maximum", "median", "sum", "std", "total", "count"}
+    | {"share", "fraction", "percent", "percentage", "proportion", "majority", "mode", "class", "classes"}
+)
 
 
 def interval_for(record: CollectionRecord, value: Any) -> TimeInterval | None:
