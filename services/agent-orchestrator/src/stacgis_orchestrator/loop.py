@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import difflib
 import json
 import logging
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry import propagate, trace
@@ -28,7 +27,7 @@ from .grounding import GroundingReport, ToolResultText, check_answer
 from .llm.base import ChatProvider
 from .llm.stream_filter import ContentFilter
 from .llm.text_tools import describe_tools_for_prompt, parse_json_answer, parse_tool_blocks
-from .llm.types import Message, ModelError, ModelTurn, TextDelta, ThinkingDelta, ToolCall, ToolSpec, new_call_id
+from .llm.types import Message, ModelError, ModelTurn, TextDelta, ThinkingDelta, ToolCall, ToolSpec
 from .memory import ConversationMemory, consistent_history, truncate_result
 from .prefix import all_tools, offered_specs
 from .premises import Catalog, Gap, answer_gap, catalogue_gaps, collections_in
@@ -44,13 +43,12 @@ from .prompts import (
     system_prompt,
 )
 from .settings import OrchestratorSettings
+from .tools.calls import PreparedCall, prepare_call, renamed, unique_ids
 from .tools.catalog import ToolCatalog
-from .tools.frontend import FrontendToolError, prepare_frontend_command
 from .tools.places import settle_places
 from .tools.pool import ToolPool, ToolUnavailable
 from .tools.registry import RegisteredTool
 from .tools.selection import ToolSelector
-from .tools.validation import invalid_call_message, repair_arguments, validate_arguments
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("stacgis_orchestrator")
@@ -105,16 +103,6 @@ class AgentDeps:
     resources: ResourceCache
     coordinator: Any  # coordination.Coordinator; Any keeps the loop testable without Redis
     budget: ModelBudget  # learnt token ratios and context windows per model
-
-
-@dataclass
-class _Prepared:
-    call: ToolCall
-    tool: RegisteredTool | None
-    arguments: dict[str, Any] = field(default_factory=dict)
-    error: str | None = None
-    error_kind: str = ""
-    ui: Any = None  # FrontendCommand for frontend tools
 
 
 class AgentRun:
@@ -564,7 +552,7 @@ class AgentRun:
                     calls_from_held_text = bool(calls)
             if not calls_from_held_text:
                 self._emit_filtered(content_filter.release_held())
-            calls = _unique_ids(calls)
+            calls = unique_ids(calls)
             metrics.MODEL_DURATION.labels(*labels, "").observe(time.perf_counter() - started)
             if turn.input_tokens is not None:
                 self.input_tokens += turn.input_tokens
@@ -625,7 +613,7 @@ class AgentRun:
         )
         self.step_failures = []
         results_before = len(self.tool_texts)
-        prepared = [self._prepare(call, offered) for call in calls]
+        prepared = [prepare_call(call, offered, self.deps.catalog, self.settings.map_style_hosts) for call in calls]
         for item in prepared:
             self._check_repeat(item)
         results: dict[str, str] = {}
@@ -634,11 +622,11 @@ class AgentRun:
                 self._tool_error(item, item.error, item.error_kind, 0.0)
                 results[item.call.id] = item.error
         await self._approvals([p for p in prepared if p.error is None and p.tool and self._gated(p.tool)], results)
-        runnable: list[_Prepared] = []
+        runnable: list[PreparedCall] = []
         for item in prepared:
             if item.error is not None or item.tool is None:
                 continue
-            if item.tool.kind == "frontend":
+            if item.ui is not None:  # a frontend tool: a command for the browser
                 self.tool_call_count += 1
                 self.sink.emit(
                     frontend_tool=events_pb2.FrontendTool(
@@ -677,7 +665,7 @@ class AgentRun:
             if c.id in results
         ]
 
-    def _check_repeat(self, item: _Prepared) -> None:
+    def _check_repeat(self, item: PreparedCall) -> None:
         """A call already made in this run with the same arguments is not run again: the model is
         told it has that result, and the next step must answer."""
         # A rejected call (unknown tool, invalid arguments) repeated as it was is a loop too.
@@ -695,67 +683,19 @@ class AgentRun:
         return tool.kind == "mcp" and self.deps.catalog.requires_approval(tool)
 
     def _misnamed(self, call: ToolCall, offered: list[ToolSpec]) -> ToolCall:
-        """A call of a tool that does not exist ("get_raster_point") runs as the one offered tool whose
-        arguments it has and whose name shares a word with it (query_raster_point); otherwise it stays
-        unknown and the model is told the nearest name."""
-        if self.deps.catalog.get(call.name) is not None or call.arguments_error is not None:
+        """A misremembered tool name runs as the tool its arguments fit (`calls.renamed`)."""
+        name = renamed(call, offered, self.deps.catalog)
+        if name is None:
             return call
-        words = _name_words(call.name)
-        matches = [s for s in offered if _fits(call.arguments, s.parameters) and words & _name_words(s.name)]
-        if len(matches) != 1:
-            return call
-        name = matches[0].name
         self.sink.emit(thinking=events_pb2.Thinking(text=f"{call.name} is not a tool: running {name}.\n"))
         return ToolCall(call.id, name, call.arguments)
 
-    def _prepare(self, call: ToolCall, offered: list[ToolSpec]) -> _Prepared:
-        tool = self.deps.catalog.get(call.name)
-        if tool is None:
-            offered_names = [spec.name for spec in offered]
-            names = ", ".join(offered_names) or "none this step"
-            # Small models misremember names: point at the nearest one, among those the arguments fit.
-            fitting = [spec.name for spec in offered if _fits(call.arguments, spec.parameters)]
-            near = difflib.get_close_matches(call.name, fitting, n=1, cutoff=0.5) or difflib.get_close_matches(
-                call.name, offered_names, n=1, cutoff=0.75
-            )
-            hint = f" Did you mean {near[0]}?" if near else ""
-            return _Prepared(
-                call,
-                None,
-                error=f"Unknown tool {call.name!r}.{hint} Tools you can call: {names}. Call one of these, or answer.",
-                error_kind="unknown_tool",
-            )
-        if call.arguments_error is not None:
-            return _Prepared(
-                call,
-                tool,
-                error=f"Invalid arguments for {tool.name}: {call.arguments_error}",
-                error_kind="invalid_arguments",
-            )
-        arguments = repair_arguments(call.arguments, tool.input_schema)
-        problems = validate_arguments(arguments, tool.input_schema)
-        if problems:
-            return _Prepared(
-                call,
-                tool,
-                error=invalid_call_message(tool.name, problems, tool.input_schema),
-                error_kind="invalid_arguments",
-            )
-        prepared = _Prepared(call, tool, arguments=arguments)
-        if tool.kind == "frontend":
-            try:
-                prepared.ui = prepare_frontend_command(tool.name, arguments, self.settings.map_style_hosts)
-            except FrontendToolError as error:
-                prepared.error = f"Invalid arguments for {tool.name}: {error}. Fix them and call it again."
-                prepared.error_kind = "invalid_arguments"
-        return prepared
-
-    async def _approvals(self, gated: list[_Prepared], results: dict[str, str]) -> None:
+    async def _approvals(self, gated: list[PreparedCall], results: dict[str, str]) -> None:
         if not gated:
             return
         coordinator = self.deps.coordinator
         timeout = self.settings.approval_timeout_seconds
-        opened: list[tuple[_Prepared, str]] = []
+        opened: list[tuple[PreparedCall, str]] = []
         for item in gated:
             assert item.tool is not None
             try:
@@ -808,7 +748,7 @@ class AgentRun:
             log.warning("lost the approval %s: %s", approval_id, error)
             return Decision("expired", "the approval could not be tracked (Redis unavailable)")
 
-    async def _execute(self, item: _Prepared) -> Callable[[], str]:
+    async def _execute(self, item: PreparedCall) -> Callable[[], str]:
         """Run one call; returns how to report it (emit its event, give the model's text), so that
         reports can follow call order while the calls themselves overlap."""
         tool = item.tool
@@ -854,7 +794,7 @@ class AgentRun:
                 return report_error
             return lambda: self._tool_result(item, outcome.text, outcome.duration_s)
 
-    def _tool_result(self, item: _Prepared, text: str, duration_s: float) -> str:
+    def _tool_result(self, item: PreparedCall, text: str, duration_s: float) -> str:
         assert item.tool is not None
         shown, truncated = truncate_result(text, self.settings.max_tool_result_chars)
         self.tool_texts.append(ToolResultText(item.call.id, item.tool.name, text))
@@ -870,7 +810,7 @@ class AgentRun:
         metrics.TOOL_CALLS.labels(item.tool.name, item.tool.server or item.tool.kind, "ok").inc()
         return text
 
-    def _tool_error(self, item: _Prepared, error: str, kind: str, duration_s: float) -> None:
+    def _tool_error(self, item: PreparedCall, error: str, kind: str, duration_s: float) -> None:
         name = item.tool.name if item.tool else item.call.name
         server = (item.tool.server or item.tool.kind) if item.tool else "unknown"
         if kind in FIXABLE_ERRORS:
@@ -881,32 +821,6 @@ class AgentRun:
             )
         )
         metrics.TOOL_CALLS.labels(name, server, kind).inc()
-
-
-# Words of tool names that say what a tool does, not what it is about.
-_GENERIC_NAME_WORDS = frozenset({"get", "query", "list", "search", "compute", "find", "show", "set", "add", "of", "by"})
-
-
-def _name_words(name: str) -> set[str]:
-    return set(re.split(r"[_\W]+", name.lower())) - _GENERIC_NAME_WORDS - {""}
-
-
-def _fits(arguments: dict[str, Any], schema: dict[str, Any]) -> bool:
-    """Every argument is one of the schema's and every required one is there."""
-    properties = schema.get("properties") or {}
-    return all(key in properties for key in arguments) and all(key in arguments for key in schema.get("required", []))
-
-
-def _unique_ids(calls: list[ToolCall]) -> list[ToolCall]:
-    """Some models reuse call ids (or send none); results are matched by id, so make them unique."""
-    seen: set[str] = set()
-    unique = []
-    for call in calls:
-        if not call.id or call.id in seen:
-            call = ToolCall(new_call_id(), call.name, call.arguments, call.arguments_error)
-        seen.add(call.id)
-        unique.append(call)
-    return unique
 
 
 def grounding_proto(report: GroundingReport) -> events_pb2.Grounding:
