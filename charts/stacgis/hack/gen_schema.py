@@ -187,6 +187,7 @@ CONSTRAINTS: dict[str, Schema] = {
     "*.probes.*.*": {"minimum": 1},
     "*.terminationGracePeriodSeconds": {"minimum": 0},
     "*.maxConcurrentRuns": {"minimum": 1},
+    "*.maxConcurrentRunsPerUser": {"minimum": 1},
     "*.sessionTtlSeconds": {"minimum": 60},
     "*.maxSteps": {"minimum": 1},
     "*.toolTopK": {"minimum": 1},

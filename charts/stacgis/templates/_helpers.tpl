@@ -349,6 +349,7 @@ values first, then the service's `config` map on top. Args: (list $ key)
 {{- $_ := set $d "ORCHESTRATOR_URL" (include "stacgis.serviceUrl" (list $root "orchestrator")) -}}
 {{- $_ := set $d "AUTH_MODE" $svc.auth.mode -}}
 {{- $_ := set $d "MAX_CONCURRENT_RUNS" $svc.maxConcurrentRuns -}}
+{{- $_ := set $d "MAX_CONCURRENT_RUNS_PER_USER" $svc.maxConcurrentRunsPerUser -}}
 {{- $_ := set $d "SESSION_TTL_SECONDS" $svc.sessionTtlSeconds -}}
 {{- /* What the UI shows as "answered by". */ -}}
 {{- $_ := set $d "MODEL_LABEL" $root.Values.llm.model -}}

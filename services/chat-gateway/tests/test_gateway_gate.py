@@ -132,3 +132,35 @@ async def test_rate_limit_per_user(pg_dsn: str, redis_url: str, orchestrator: Ru
             assert (await chat(client, gateway.url, "hi", user(new_user()))).status == 200
             metrics = (await client.get(f"{gateway.url}/metrics")).text
             assert 'stacgis_gateway_rejections_total{reason="rate_limited"} 2.0' in metrics
+
+
+@pytest.mark.asyncio
+async def test_one_user_cannot_take_every_slot(pg_dsn: str, redis_url: str, orchestrator: RunningService) -> None:
+    port = free_port()
+    env = gateway_env(
+        port,
+        pg_dsn,
+        redis_url,
+        orchestrator.url,
+        GATEWAY_REDIS_KEY_PREFIX="peruser:",
+        GATEWAY_MAX_CONCURRENT_RUNS="10",
+        GATEWAY_MAX_CONCURRENT_RUNS_PER_USER="2",
+    )
+    with run_service("stacgis_gateway", env, port) as gateway:
+        async with httpx.AsyncClient(timeout=30) as client:
+            hal = new_user()
+            # Two runs in two sessions, left running (their streams dropped after the first event).
+            running = [await chat(client, gateway.url, "[slow=4] long", user(hal), stop_after=1) for _ in range(2)]
+            assert [r.status for r in running] == [200, 200]
+            third = await chat(client, gateway.url, "one more", user(hal))
+            assert third.status == 429 and third.headers["retry-after"].isdigit()
+            assert "at most 2 runs at once per user" in third.body["detail"]
+            # Others still get in: the slots are not all taken.
+            assert (await chat(client, gateway.url, "hi", user(new_user()))).status == 200
+            # Once one of the user's runs ends, the user gets in again.
+            for run in running:
+                tail = await resume(client, gateway.url, run.run_id, run.events[-1].id, user(hal))
+                assert tail.names[-1] == "done"
+            assert (await chat(client, gateway.url, "again", user(hal))).status == 200
+            metrics = (await client.get(f"{gateway.url}/metrics")).text
+            assert 'stacgis_gateway_rejections_total{reason="user_concurrency"} 1.0' in metrics

@@ -90,7 +90,9 @@ async def build_gateway(settings: GatewaySettings) -> Gateway:
         lock_ttl_seconds=settings.slot_ttl_seconds,
         history_limit=settings.history_max_messages,
     )
-    gate = ConcurrencyGate(client, keys.gate, settings.max_concurrent_runs, settings.slot_ttl_seconds)
+    gate = ConcurrencyGate(
+        client, keys, settings.max_concurrent_runs, settings.slot_ttl_seconds, settings.max_concurrent_runs_per_user
+    )
     run_store = RunStore(client, keys, settings.run_stream_maxlen, settings.run_stream_ttl_seconds)
     orchestrator = OrchestratorClient(
         settings.orchestrator_url, settings.orchestrator_read_timeout_seconds, settings.max_concurrent_runs + 16

@@ -63,6 +63,9 @@ class GatewaySettings(ServiceSettings):
     jwks_cache_seconds: int = Field(default=300, gt=0)
 
     max_concurrent_runs: int = Field(default=20, ge=1)
+    # Runs one user may have going at once (each session runs one at a time): one client cannot take
+    # every slot. Refused with 429, since waiting for one's own run frees a slot.
+    max_concurrent_runs_per_user: int = Field(default=3, ge=1)
     # A slot not refreshed for this long belongs to a dead replica and is pruned.
     slot_ttl_seconds: float = Field(default=60.0, ge=1)
     session_ttl_seconds: int = Field(default=3600, ge=1)

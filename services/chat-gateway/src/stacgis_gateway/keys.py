@@ -14,6 +14,10 @@ class RedisKeys:
         """Sorted set of active runs scored by their last refresh (server time)."""
         return f"{self.prefix}chat:active_slots"
 
+    def user_gate(self, user_id: str) -> str:
+        """Sorted set of one user's active runs, like `gate` (the per-user concurrency cap)."""
+        return f"{self.prefix}chat:active_slots:user:{user_id}"
+
     @property
     def pending_history(self) -> str:
         """Hash run id -> JSON of a finished run's history write that Postgres could not take yet."""

@@ -214,7 +214,7 @@ class RunManager:
         while True:
             await asyncio.sleep(self._settings.gate_refresh_seconds)
             try:
-                if not await self._gate.refresh(spec.run_id) and not warned:
+                if not await self._gate.refresh(spec.run_id, spec.user_id) and not warned:
                     warned = True
                     log.warning("gate slot was pruned while the run was alive", extra={"run_id": spec.run_id})
                 await self._sessions.refresh_run_lock(spec.session.id, spec.run_id)
@@ -278,7 +278,7 @@ class RunManager:
         with _logged("release session lock", run_id):
             await self._sessions.unlock_run(spec.session.id, run_id)
         with _logged("release gate slot", run_id):
-            await self._gate.release(run_id)
+            await self._gate.release(run_id, spec.user_id)
         with _logged("write final events", run_id):
             if state.synthetic_start_seq is not None:
                 # The browser learns its session id from this event even when the run never started.
@@ -334,7 +334,7 @@ class RunManager:
         with _logged("release session lock", meta.run_id):
             await self._sessions.unlock_run(meta.session_id, meta.run_id)
         with _logged("release gate slot", meta.run_id):
-            await self._gate.release(meta.run_id)
+            await self._gate.release(meta.run_id, meta.user_id)
         error = make_event(
             meta.run_id,
             last_seq + 1,

@@ -81,11 +81,21 @@ async def admit_run(gateway: Gateway, user_id: str, body: ChatRequest) -> RunSpe
         raise ApiProblem(409, {"detail": "this session already has a run in progress", "run_id": holder})
     try:
         try:
-            admission = await gateway.gate.acquire(run_id)
+            admission = await gateway.gate.acquire(run_id, user_id)
         except BaseException:
             # The script may have admitted the run before the reply was lost: never leave that slot held.
-            await gateway.gate.release_quietly(run_id)
+            await gateway.gate.release_quietly(run_id, user_id)
             raise
+        if admission.user_limited:
+            REJECTIONS.labels("user_concurrency").inc()
+            raise ApiProblem(
+                429,
+                {
+                    "detail": f"at most {settings.max_concurrent_runs_per_user} runs at once per user; "
+                    "wait for one to finish"
+                },
+                {"Retry-After": str(RETRY_AFTER_SECONDS)},
+            )
         if not admission.admitted:
             REJECTIONS.labels("gate_full").inc()
             raise ApiProblem(
@@ -100,7 +110,7 @@ async def admit_run(gateway: Gateway, user_id: str, body: ChatRequest) -> RunSpe
             spec = RunSpec(run_id, user_id, session, body.message, context)
             await gateway.manager.start(spec)
         except BaseException:
-            await gateway.gate.release_quietly(run_id)
+            await gateway.gate.release_quietly(run_id, user_id)
             raise
     except BaseException:
         try:
