@@ -383,6 +383,17 @@ async def test_detect_change_between_winter_and_summer(raster_service: str) -> N
         diff = both[1] - both[0]
         assert result["change"]["mean"] == pytest.approx(cos_lat_mean(diff, transform), rel=1e-4)
         assert result["statistics_a"]["mean"] < result["statistics_b"]["mean"]
+        # A period the collection lacks: the error names the collections with data then and there.
+        error = await call_error(
+            mcp,
+            "detect_change",
+            collection_id="global-precipitation-2016",
+            bbox=bbox,
+            period_a="1999-01",
+            period_b="1999-07",
+        )
+        assert "no data in 'global-precipitation-2016' for 1999-01" in error
+        assert "Collections with data for 1999-01 there: bcsd-precipitation-1999, bcsd-temperature-1999" in error
         # The comparison in one sentence, with the sign written out.
         change = result["change"]
         assert result["summary"] == (

@@ -125,9 +125,22 @@ class RasterService:
         items = await self.run(self.source.items, record, interval, bbox, limit)
         if not items:
             if interval is not None and record.time_resolved:
+                # Name the collections that do have data then (and there): a small model picks the
+                # right one from a list of ids far more often than it finds it by itself.
+                others = [
+                    r.id
+                    for r in sorted(await self.collections(), key=lambda r: r.id)
+                    if r.id != record.id
+                    and r.time_resolved
+                    and interval.overlaps(r.start, r.end)
+                    and (bbox is None or r.bbox is None or _boxes_overlap(bbox, r.bbox))
+                ]
                 raise ArgumentError(
                     argument,
-                    f"no data in '{record.id}' for {interval.text}; the collection covers {record.temporal_label()}",
+                    f"no data in '{record.id}' for {interval.text}; the collection covers {record.temporal_label()}. "
+                    f"Collections with data for {interval.text}"
+                    + (" there" if bbox is not None else "")
+                    + f": {', '.join(others) or 'none'}",
                 )
             extent = [round(v, 6) for v in record.bbox] if record.bbox else None
             raise ArgumentError(
@@ -794,6 +807,10 @@ class RasterService:
         change["compared_fraction"] = round(total / float(np.asarray(weights)[inside].sum()), 4)
         out["change"] = change
         return out
+
+
+def _boxes_overlap(a: Sequence[float], b: Sequence[float]) -> bool:
+    return a[0] <= b[2] and b[0] <= a[2] and a[1] <= b[3] and b[1] <= a[3]
 
 
 def _zero_size_box(bbox: Any) -> tuple[float, float] | None:
