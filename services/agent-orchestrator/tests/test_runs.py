@@ -303,8 +303,13 @@ async def test_both_thinking_forms_become_thinking_events_and_stay_out_of_the_an
             '"arguments": {"collection_id": "lux-dem", "lon": 6.1, "lat": 49.6}}\n```',
             "query_raster_point",
         ),
+        (
+            '<tools>\n  <function name="query_raster_point" '
+            """arguments='{"collection_id": "lux-dem", "lon": 6.1, "lat": 49.6}'/>\n</tools>""",
+            "query_raster_point",
+        ),
     ],
-    ids=["tool_call-tags", "json-answer"],
+    ids=["tool_call-tags", "json-answer", "xml-function"],
 )
 async def test_tool_calls_written_as_text_are_executed(orch, model_url, text, tool) -> None:
     message = unique("text tools")

@@ -16,7 +16,7 @@ THINK_TAGS = {"<think>": "</think>", "<thought>": "</thought>", "<thinking>": "<
 TOOL_TAGS = {"<tool_call>": "</tool_call>", "<function_call>": "</function_call>"}
 OPENERS = {**THINK_TAGS, **TOOL_TAGS}
 # Answers starting like this may be a tool call written as JSON: hold them until the turn ends.
-JSON_STARTS = ("{", "[", "```", "[TOOL_CALLS]")
+JSON_STARTS = ("{", "[", "```", "[TOOL_CALLS]", "<tools>", "<function")
 
 
 def _partial_suffix(text: str, candidates: list[str]) -> int:

@@ -2,7 +2,9 @@
 
 Understood forms: `<tool_call>{"name": .., "arguments": {..}}</tool_call>` (Hermes/Qwen style),
 an answer that is only a JSON object or list of them (optionally in a ```json fence), Mistral's
-`[TOOL_CALLS] [...]`, and the OpenAI shape `{"function": {"name": .., "arguments": ".."}}`.
+`[TOOL_CALLS] [...]`, the OpenAI shape `{"function": {"name": .., "arguments": ".."}}`, and the
+XML-like form a small model borrows from its tool list:
+`<tools><function name="zoom_to_location" arguments='{"place": "Tokyo"}'/></tools>`.
 """
 
 from __future__ import annotations
@@ -14,6 +16,11 @@ from typing import Any
 from .types import ToolCall, ToolSpec, new_call_id
 
 FENCE = re.compile(r"^```(?:json|JSON|tool_call)?\s*\n?(.*?)\n?```$", re.DOTALL)
+# <function name="x" arguments='{...}'/> or <function name="x">{...}</function>, optionally in <tools>.
+XML_CALL = re.compile(
+    r"""<function\s+name=["']([\w.-]+)["']\s*(?:arguments=(?:'(.*?)'|"(.*?)")\s*/>|>(.*?)</function>)""", re.DOTALL
+)
+XML_WRAPPER = re.compile(r"^(?:<tools>)?(?P<body>.*?)(?:</tools>)?$", re.DOTALL)
 
 
 def _load(text: str) -> Any:
@@ -27,6 +34,8 @@ def _load(text: str) -> Any:
         return json.loads(text)
     except ValueError:
         pass
+    if text.startswith(("<tools>", "<function")):
+        return _xml_calls(text)
     if text.startswith("{{") and text.endswith("}}"):
         # Small models copy template syntax and double the braces around a call, sometimes with a
         # closing brace too many: the object inside, followed by nothing but braces, counts.
@@ -36,6 +45,18 @@ def _load(text: str) -> Any:
             return None
         return value if not text[end:].strip("} \n") else None
     return None
+
+
+def _xml_calls(text: str) -> list[dict[str, Any]] | None:
+    """The calls of an answer made only of XML-like function elements, else None."""
+    body = XML_WRAPPER.match(text)
+    inner = body.group("body") if body else text
+    calls = []
+    for match in XML_CALL.finditer(inner):
+        raw = next((g for g in match.groups()[1:] if g is not None), "")
+        calls.append({"name": match.group(1), "arguments": raw.strip()})
+    leftover = XML_CALL.sub("", inner).strip()
+    return calls if calls and not leftover else None
 
 
 def _one(item: Any, known: set[str] | None) -> ToolCall | None:
