@@ -625,33 +625,28 @@ async def test_an_answer_from_another_year_becomes_a_refusal_naming_the_year(orc
 
 
 @pytest.mark.asyncio
-async def test_an_answer_from_another_variables_collection_is_sent_back_once(orch, model_url) -> None:
+async def test_a_call_on_another_variables_collection_is_refused_with_the_ones_that_hold_it(orch, model_url) -> None:
     message = unique("What is the NDVI at longitude -34.85, latitude -8.0?")
     wrong = {"name": "query_raster_point", "arguments": {"collection_id": "lux-dem", "lon": -34.85, "lat": -8.0}}
     right = {"name": "query_raster_point", "arguments": {"collection_id": "landsat-ndvi", "lon": -34.85, "lat": -8.0}}
     await set_rules(
         model_url,
-        {"name": "right", "match": {"last_user": "Call the tool again", "step": 0}, "tool_calls": [right]},
-        {
-            "name": "right answer",
-            "match": {"last_user": "Call the tool again", "step": 1},
-            "content": "The NDVI is {{tool:query_raster_point:value}}.",
-        },
         {"name": "wrong", "match": {"last_user": "What is the NDVI", "step": 0}, "tool_calls": [wrong]},
+        {"name": "right", "match": {"last_user": "What is the NDVI", "step": 1}, "tool_calls": [right]},
         {
             "name": "answer",
-            "match": {"last_user": "What is the NDVI", "step": 1},
-            "content": "It is {{tool:query_raster_point:value}}.",
+            "match": {"last_user": "What is the NDVI", "step": 2},
+            "content": "The NDVI is {{tool:query_raster_point:value}}.",
         },
     )
     events = await run_events(orch.url, {"message": message})
-    done = terminal(events).proto.done
+    error = next(e.payload for e in events if e.name == "tool_error")
+    assert error["kind"] == "invalid_arguments"
+    assert "'lux-dem' (Luxembourg elevation model) holds no ndvi data" in error["error"]
+    assert "collections with ndvi: landsat-ndvi" in error["error"]
     results = [json.loads(e.payload["result"]) for e in events if e.name == "tool_result"]
-    assert [r["collection_id"] for r in results] == ["lux-dem", "landsat-ndvi"]
-    assert done.content == f"The NDVI is {results[1]['value']}." and replaced(events) == 1
-    requests = await model_requests(model_url, contains=message)
-    correction = requests[2]["body"]["messages"][-1]["content"]
-    assert "lux-dem" in correction and "landsat-ndvi" in correction and message in correction
+    assert [r["collection_id"] for r in results] == ["landsat-ndvi"], "the refused call never ran"
+    assert terminal(events).proto.done.content == f"The NDVI is {results[0]['value']}."
 
 
 @pytest.mark.asyncio

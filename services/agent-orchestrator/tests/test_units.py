@@ -364,7 +364,7 @@ def test_the_variables_a_question_names_leave_out_place_names_and_collection_ids
 
 
 def test_catalogue_gaps_name_a_missing_variable_or_year_and_leave_covered_questions_alone() -> None:
-    from stacgis_orchestrator.premises import Catalog, answer_gap, catalogue_gaps
+    from stacgis_orchestrator.premises import Catalog, call_gap, catalogue_gaps
 
     catalog = Catalog.from_resource(CATALOGUE)
     (snow,) = catalogue_gaps("How much snow fell in Luxembourg?", catalog)
@@ -378,10 +378,13 @@ def test_catalogue_gaps_name_a_missing_variable_or_year_and_leave_covered_questi
     assert catalogue_gaps("The elevation of Luxembourg in 2023?", catalog) == []
     assert catalogue_gaps("What happened in 2010?", catalog) == []
     assert catalogue_gaps("How much snow fell?", Catalog()) == []
-    # An answer drawn from another variable's collection, when one that holds it exists.
-    gap = answer_gap("What is the sea surface temperature at -140, 0?", catalog, {"lux-dem"})
-    assert gap is not None and gap.kind == "collection" and "oisst-sst" in gap.correction
-    assert answer_gap("What is the sea surface temperature at -140, 0?", catalog, {"oisst-sst"}) is None
+    # A call on another variable's collection, when one that holds it exists; "warmer" is temperature.
+    refused = call_gap("How much warmer was July than January?", catalog, "lux-dem")
+    assert refused is not None and "'lux-dem' (Luxembourg DEM) holds no warmer data" in refused
+    assert "bcsd-temperature-1999, oisst-sst" in refused
+    assert call_gap("What is the sea surface temperature at -140, 0?", catalog, "oisst-sst") is None
+    assert call_gap("What is at -140, 0?", catalog, "lux-dem") is None, "no variable asked: nothing to compare"
+    assert call_gap("How much snow fell?", catalog, "lux-dem") is None, "no collection holds it: the refusal's job"
     # A draft that already refuses and names what is missing stands.
     assert snow.answered_by("The catalogue has no snow data.")
     assert not snow.answered_by("Snowfall was 350 m.") and not snow.answered_by("There is no data.")

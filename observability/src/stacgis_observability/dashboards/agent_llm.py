@@ -181,8 +181,8 @@ agent = Row(
             description=(
                 "Draft answers the premise check caught (stacgis_premise_gaps_total): variable and period, the "
                 "question asked for a variable or years no collection holds and the user got a refusal naming "
-                "it; collection, the numbers came from another variable's collection and the model was sent "
-                "back. Many of these mean users ask for data the catalogue lacks, or the model picks "
+                "it; call, a call asked a collection without the variable and was refused with the ones that "
+                "hold it. Many of these mean users ask for data the catalogue lacks, or the model picks "
                 "collections badly (make eval)."
             ),
             unit="ops",

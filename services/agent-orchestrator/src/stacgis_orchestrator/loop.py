@@ -30,7 +30,7 @@ from .llm.text_tools import describe_tools_for_prompt, parse_json_answer, parse_
 from .llm.types import Message, ModelError, ModelTurn, TextDelta, ThinkingDelta, ToolCall, ToolSpec
 from .memory import ConversationMemory, consistent_history, truncate_result
 from .prefix import all_tools, offered_specs
-from .premises import Catalog, Gap, answer_gap, catalogue_gaps, collections_in
+from .premises import Catalog, Gap, call_gap, catalogue_gaps, collections_in
 from .prompts import (
     FAILED_CALL,
     FORCE_ANSWER,
@@ -139,8 +139,6 @@ class AgentRun:
         self.failure_retried = not self.settings.grounding_retry
         # The raster catalogue, for checking that an answer's data covers the question.
         self.catalog = Catalog()
-        # Set once an answer from another variable's collection was sent back: the next one is replaced.
-        self.collection_retried = not self.settings.grounding_retry
 
     # Entry point.
 
@@ -275,11 +273,6 @@ class AgentRun:
                 gap = self._premise_gap(visible)
                 if gap is not None:
                     metrics.PREMISE_GAPS.labels(gap.kind).inc()
-                    if gap.kind == "collection" and not final_step and not self.collection_retried:
-                        self.collection_retried = True
-                        correction = f"{gap.correction} My question was: {self.run.message}"
-                        self._withdraw_draft("its numbers come from another variable", memory, visible, correction)
-                        continue
                     visible = self._replace_draft(gap.refusal, f"the data does not cover {gap.missing}")
                 if not forced and not self.failure_retried and self.step_failures and ADVICE.search(visible):
                     # The last calls all failed and the model told the user what to do instead of
@@ -308,17 +301,14 @@ class AgentRun:
         return [checked.number.text for checked in report.numbers if not checked.supported]
 
     def _premise_gap(self, draft: str) -> Gap | None:
-        """A gap between the question and the data a draft answer draws on (`premises`), unless the
-        draft already says so. Only answers that consulted raster data are checked: a knowledge or
-        map answer has no collection to compare."""
+        """What the catalogue cannot answer of the question (`premises`), for a draft that does not
+        already say so. Only answers drawn from raster data are checked: a knowledge or map answer
+        has no collection behind it."""
         if not self.settings.premise_check or not draft.strip():
             return None
-        report = check_answer(draft, self._grounding_sources(), self.run.message, self.catalog_text)
-        texts = {r.call_id: r.text for r in self.tool_texts}
-        used = {c for n in report.numbers if n.supported for c in collections_in(texts.get(n.call_id, ""))}
-        if not used and not any(collections_in(r.text) for r in self.tool_texts):
+        if not any(collections_in(r.text) for r in self.tool_texts):
             return None
-        gap = answer_gap(self.run.message, self.catalog, used)
+        gap = next(iter(catalogue_gaps(self.run.message, self.catalog)), None)
         return None if gap is None or gap.answered_by(draft) else gap
 
     def _replace_draft(self, text: str, reason: str) -> str:
@@ -613,7 +603,7 @@ class AgentRun:
         )
         self.step_failures = []
         results_before = len(self.tool_texts)
-        prepared = [prepare_call(call, offered, self.deps.catalog, self.settings.map_style_hosts) for call in calls]
+        prepared = [self._prepare(call, offered) for call in calls]
         for item in prepared:
             self._check_repeat(item)
         results: dict[str, str] = {}
@@ -681,6 +671,17 @@ class AgentRun:
 
     def _gated(self, tool: RegisteredTool) -> bool:
         return tool.kind == "mcp" and self.deps.catalog.requires_approval(tool)
+
+    def _prepare(self, call: ToolCall, offered: list[ToolSpec]) -> PreparedCall:
+        prepared = prepare_call(call, offered, self.deps.catalog, self.settings.map_style_hosts)
+        if prepared.error is None and self.settings.premise_check:
+            # A collection that holds none of the variables asked for (a temperature question sent to
+            # a precipitation collection) is refused before it runs, with the ones that hold it.
+            gap = call_gap(self.run.message, self.catalog, prepared.arguments.get("collection_id"))
+            if gap is not None:
+                metrics.PREMISE_GAPS.labels("call").inc()
+                prepared.error, prepared.error_kind = f"Invalid arguments for {call.name}: {gap}", "invalid_arguments"
+        return prepared
 
     def _misnamed(self, call: ToolCall, offered: list[ToolSpec]) -> ToolCall:
         """A misremembered tool name runs as the tool its arguments fit (`calls.renamed`)."""

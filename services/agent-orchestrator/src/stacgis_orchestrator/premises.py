@@ -4,12 +4,12 @@ Grounding proves that every number of an answer came from a tool result; it cann
 result is about another variable (snowfall answered with an elevation model) or another period
 (2010 answered with 1999's data). These checks compare the question with the raster catalogue
 (`collections://list`: ids, titles, keywords, band names, time ranges) and with the collections
-the answer's numbers came from. They find three gaps:
+the calls the model makes. They find three gaps:
 
 - `variable`: the question asks for a variable no collection holds (a refusal, written here);
 - `period`: it names years that no collection of the variable covers (a refusal, written here);
-- `collection`: the numbers came from a collection that does not hold the variable asked for, while
-  another one does (the model is asked once to use that one).
+- `call`: a call asks a collection that holds none of the variables asked for, while others do (the
+  call is not run; the model is told which collections hold them).
 
 Variables are recognised from a vocabulary of common Earth-observation quantities; a question that
 names none of them is not checked for its variable.
@@ -30,8 +30,11 @@ from stacgis_common.answer import mentions, refusal_phrases
 # surface temperature" is not also read as "temperature".
 VARIABLES: dict[str, tuple[str, ...]] = {
     "elevation": ("elevation", "altitude", "terrain height", "height above sea level", "topography", "dem"),
-    "precipitation": ("precipitation", "rainfall", "rain"),
-    "air temperature": ("air temperature", "temperature", "how warm", "how hot", "how cold"),
+    "precipitation": ("precipitation", "rainfall", "rain", "wetter", "wettest", "drier", "driest", "rainiest"),
+    "air temperature": (
+        *("air temperature", "temperature", "how warm", "how hot", "how cold"),
+        *("warmer", "warmest", "colder", "coldest", "hotter", "hottest"),
+    ),
     "sea surface temperature": ("sea surface temperature", "sst", "ocean temperature", "water temperature"),
     "land surface temperature": ("land surface temperature", "lst", "brightness temperature"),
     "thermal infrared": ("thermal band", "thermal infrared", "thermal"),
@@ -166,7 +169,6 @@ class Gap:
     kind: str  # "variable", "period" or "collection"
     missing: str  # what the data lacks, in the user's words
     reason: str  # why the data cannot answer, as a clause
-    correction: str = ""  # what the model is told when it may try again ("collection" only)
 
     @property
     def refusal(self) -> str:
@@ -221,27 +223,21 @@ def _span(collection: Collection) -> str:
     return str(first) if first == last else f"{first} to {last}"
 
 
-def answer_gap(question: str, catalog: Catalog, used: set[str]) -> Gap | None:
-    """The first gap between the question and an answer drawn from the collections `used`."""
-    for gap in catalogue_gaps(question, catalog):
-        return gap
-    used_known = [catalog.collections[c] for c in sorted(used) if c in catalog.collections]
-    if not used_known:
+def call_gap(question: str, catalog: Catalog, collection_id: object) -> str | None:
+    """Why a call on `collection_id` cannot answer the question: the collection holds none of the
+    variables asked for while others do. The call is then not run; the model gets this instead."""
+    collection = catalog.collections.get(collection_id) if isinstance(collection_id, str) else None
+    if collection is None:
         return None
-    for variable, words in asked_variables(question):
-        holders = catalog.holders(variable)
-        if holders and not any(c.holds(variable) for c in used_known):
-            names = ", ".join(c.id for c in holders)
-            used_names = ", ".join(f"{c.id} ({c.title})" for c in used_known)
-            return Gap(
-                "collection",
-                words,
-                f"the numbers I found come from {used_names}, which does not hold {words}; "
-                f"the collections with {words} are: {names}",
-                f"Your numbers come from {used_names}, which does not hold {words}. "
-                f"Call the tool again with a collection that does: {names}.",
-            )
-    return None
+    asked = asked_variables(question)
+    holders = {c.id for variable, _ in asked for c in catalog.holders(variable)}
+    if not asked or not holders or any(collection.holds(variable) for variable, _ in asked):
+        return None
+    words = " or ".join(words for _, words in asked)
+    return (
+        f"collection_id: '{collection.id}' ({collection.title}) holds no {words} data; "
+        f"collections with {words}: {', '.join(sorted(holders))}. Call the tool again with one of them."
+    )
 
 
 def collections_in(text: str) -> set[str]:
