@@ -663,6 +663,15 @@ async def test_a_refusal_that_names_the_gap_and_a_concept_answer_stand(orch, mod
     assert terminal(events).proto.done.content == refusal and replaced(events) == 0
     events = await run_events(orch.url, {"message": unique("What is snow?")})
     assert terminal(events).proto.done.content == "Snow is frozen precipitation." and replaced(events) == 0
+    # Data asked for but the call failed, then advice: still the refusal (the catalogue has no snow).
+    failing = {"name": "query_raster_point", "arguments": {"collection_id": "lux-dem", "lon": 200, "lat": 0}}
+    await set_rules(
+        model_url,
+        {"name": "fail", "match": {"last_user": "snow in Oslo", "step": 0}, "tool_calls": [failing]},
+        {"name": "advice", "match": {"last_user": "snow in Oslo"}, "content": "Use the land mask instead."},
+    )
+    events = await run_events(orch.url, {"message": unique("How much snow in Oslo?")})
+    assert "none of the catalogue's collections holds snow data" in terminal(events).proto.done.content
 
 
 @pytest.mark.asyncio

@@ -139,6 +139,8 @@ class AgentRun:
         self.failure_retried = not self.settings.grounding_retry
         # The raster catalogue, for checking that an answer's data covers the question.
         self.catalog = Catalog()
+        # Set once a call asked for raster data (a collection_id), whether or not it succeeded.
+        self.data_asked = False
 
     # Entry point.
 
@@ -302,11 +304,11 @@ class AgentRun:
 
     def _premise_gap(self, draft: str) -> Gap | None:
         """What the catalogue cannot answer of the question (`premises`), for a draft that does not
-        already say so. Only answers drawn from raster data are checked: a knowledge or map answer
-        has no collection behind it."""
+        already say so. Only runs that asked for raster data are checked (a call with a collection,
+        even one that failed): a knowledge or map answer has no collection behind it."""
         if not self.settings.premise_check or not draft.strip():
             return None
-        if not any(collections_in(r.text) for r in self.tool_texts):
+        if not self.data_asked and not any(collections_in(r.text) for r in self.tool_texts):
             return None
         gap = next(iter(catalogue_gaps(self.run.message, self.catalog)), None)
         return None if gap is None or gap.answered_by(draft) else gap
@@ -604,6 +606,9 @@ class AgentRun:
         self.step_failures = []
         results_before = len(self.tool_texts)
         prepared = [self._prepare(call, offered) for call in calls]
+        self.data_asked = self.data_asked or any(
+            "collection_id" in call.arguments or "collection_ids" in call.arguments for call in calls
+        )
         for item in prepared:
             self._check_repeat(item)
         results: dict[str, str] = {}
