@@ -363,6 +363,11 @@ async def test_zonal_stats_of_land_cover_give_named_class_fractions(raster_servi
         for entry in classes[:3]:
             assert entry["fraction"] == pytest.approx(float((codes == entry["value"]).mean()), abs=0.03)
         assert result["statistics"]["majority"] == "Evergreen Forest"
+        # A class written as the band means the band that holds it.
+        by_class = await call(
+            mcp, "compute_zonal_stats", collection_id="nlcd-puerto-rico", geometry=polygon, band="forest"
+        )
+        assert by_class["statistics"] == result["statistics"]
 
 
 async def test_detect_change_between_winter_and_summer(raster_service: str) -> None:

@@ -187,6 +187,11 @@ class RasterService:
             for info in record.bands:
                 if info.name.lower() == band.lower():
                     return info
+            # A class written as the band ("forest" for the share of Evergreen Forest): the band holding it.
+            wanted = band.strip().lower()
+            for info in record.bands:
+                if wanted and any(wanted in name.lower() for name in (info.classes or {}).values()):
+                    return info
         names = ", ".join(f"{b.index}={b.name}" for b in record.bands)
         raise ArgumentError(argument, f"'{band}' is not a band of '{record.id}'; bands are {names}")
 
