@@ -320,3 +320,49 @@ async def test_a_missing_or_unfit_selection_is_a_clear_tool_error(
     failure = payload(events, "tool_error")
     assert failure["kind"] == "invalid_arguments" and "place" in failure["error"] and fragment in failure["error"]
     assert not [e for e in events if e.name in ("tool_start", "frontend_tool")]
+
+
+@pytest.mark.asyncio
+async def test_a_place_no_collection_of_the_variable_reaches_ends_in_a_refusal_naming_it(
+    places_orch: RunningService, model_url: str
+) -> None:
+    # The real catalogue: four small elevation models (Olinda, Luxembourg, Rocky Mountains, Jacksboro).
+    call = {"collection_id": "luxembourg-dem", "place": "Nairobi"}
+    tag = "What is the elevation of Nairobi"
+    await set_rules(
+        model_url,
+        {
+            "name": "call",
+            "match": {"last_user": tag, "step": 0},
+            "tool_calls": [{"name": "query_raster_point", "arguments": call}],
+        },
+        {"name": "advice", "match": {"last_user": tag}, "content": "Try the global land mask for Nairobi."},
+    )
+    events = await run_events(places_orch.url, {"message": unique(tag + "?")}, timeout=120)
+    assert [e.payload["kind"] for e in events if e.name == "tool_error"] == ["tool_failed"]
+    answer = terminal(events).proto.done.content
+    assert answer.startswith("I cannot answer that from the data here: no elevation data covers Nairobi (")
+    for dem in ("olinda-dem", "luxembourg-dem", "rmnp-dem", "jacksboro-dem"):
+        assert f"{dem} covers lon " in answer
+    # Covered: the same kind of call stands.
+    tag = "What is the elevation of Luxembourg"
+    await set_rules(
+        model_url,
+        {
+            "name": "call",
+            "match": {"last_user": tag, "step": 0},
+            "tool_calls": [
+                {
+                    "name": "get_raster_statistics",
+                    "arguments": {"collection_id": "luxembourg-dem", "place": "Luxembourg"},
+                }
+            ],
+        },
+        {
+            "name": "answer",
+            "match": {"last_user": tag, "step": 1},
+            "content": "{{tool:get_raster_statistics:statistics.mean}} m",
+        },
+    )
+    events = await run_events(places_orch.url, {"message": unique(tag + "?")}, timeout=120)
+    assert "cannot answer" not in terminal(events).proto.done.content

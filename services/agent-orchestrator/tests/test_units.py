@@ -336,6 +336,7 @@ CATALOGUE = json.dumps(
                 "keywords": ["temperature", "air temperature"],
                 "band_names": ["tas"],
                 "time": "1999-01-01T00:00:00Z/1999-12-31T23:59:59Z",
+                "bbox": [-85.0, 33.0, -74.875, 37.125],
             },
             {
                 "id": "oisst-sst",
@@ -343,8 +344,15 @@ CATALOGUE = json.dumps(
                 "keywords": ["sea surface temperature", "sst", "sea ice"],
                 "band_names": ["sst", "anom", "err", "ice"],
                 "time": "1981-12-31T00:00:00Z/1981-12-31T23:59:59Z",
+                "bbox": [-180, -90, 180, 90],
             },
-            {"id": "lux-dem", "title": "Luxembourg DEM", "keywords": ["elevation"], "time": "not time-resolved"},
+            {
+                "id": "lux-dem",
+                "title": "Luxembourg DEM",
+                "keywords": ["elevation"],
+                "time": "not time-resolved",
+                "bbox": [5.74, 49.44, 6.53, 50.19],
+            },
         ]
     }
 )
@@ -400,3 +408,27 @@ def test_map_style_urls_pass_only_for_the_hosts_a_deployment_allows() -> None:
         with pytest.raises(FrontendToolError, match="is not allowed"):
             prepare_frontend_command("set_map_style", {"style": url}, allowed)
     assert prepare_frontend_command("set_map_style", {"style": "satellite"}).arguments == {"style": "satellite"}
+
+
+def test_a_place_gap_names_a_place_no_collection_of_the_variable_reaches_in_the_years_asked() -> None:
+    from stacgis_orchestrator.premises import Catalog, place_gap
+
+    catalog = Catalog.from_resource(CATALOGUE)
+    nairobi = (36.82, -1.28, 36.82, -1.28)
+    gap = place_gap("What is the elevation of Nairobi?", catalog, "Nairobi", nairobi)
+    assert gap is not None and gap.missing == "Nairobi"
+    assert gap.refusal.endswith(
+        "no elevation data covers Nairobi (lux-dem covers lon 5.74 to 6.53, lat 49.44 to 50.19)."
+    )
+    # Reached, but not in the year asked: the sea surface collection is global, and of 1981.
+    tokyo = (139.69, 35.69, 139.69, 35.69)
+    late = place_gap("What was the air temperature in Tokyo in July 1999?", catalog, "Tokyo", tokyo)
+    assert (
+        late is not None
+        and "covers Tokyo in 1999" in late.refusal
+        and "oisst-sst covers the whole globe (1981)" in late.refusal
+    )
+    raleigh = (-78.64, 35.77, -78.64, 35.77)
+    assert place_gap("Temperature in Raleigh in July 1999?", catalog, "Raleigh", raleigh) is None
+    assert place_gap("The elevation of Luxembourg?", catalog, "Luxembourg", (5.7, 49.4, 6.5, 50.2)) is None
+    assert place_gap("What is in Nairobi?", catalog, "Nairobi", nairobi) is None, "no variable asked"

@@ -181,9 +181,9 @@ agent = Row(
             description=(
                 "Draft answers the premise check caught (stacgis_premise_gaps_total): variable and period, the "
                 "question asked for a variable or years no collection holds and the user got a refusal naming "
-                "it; call, a call asked a collection without the variable and was refused with the ones that "
-                "hold it. Many of these mean users ask for data the catalogue lacks, or the model picks "
-                "collections badly (make eval)."
+                "it; place, the same for a place no collection of the variable reaches; call, a call asked a "
+                "collection without the variable and was refused with the ones that hold it. Many of these mean "
+                "users ask for data the catalogue lacks, or the model picks collections badly (make eval)."
             ),
             unit="ops",
             queries=(Query(f"sum by (kind) ({rate('stacgis_premise_gaps_total')})", "{{kind}}"),),

@@ -30,7 +30,7 @@ from .llm.text_tools import describe_tools_for_prompt, parse_json_answer, parse_
 from .llm.types import Message, ModelError, ModelTurn, TextDelta, ThinkingDelta, ToolCall, ToolSpec
 from .memory import ConversationMemory, consistent_history, truncate_result
 from .prefix import all_tools, offered_specs
-from .premises import Catalog, Gap, call_gap, catalogue_gaps, collections_in
+from .premises import Catalog, Gap, asked_variables, call_gap, catalogue_gaps, collections_in, place_gap
 from .prompts import (
     FAILED_CALL,
     FORCE_ANSWER,
@@ -45,7 +45,7 @@ from .prompts import (
 from .settings import OrchestratorSettings
 from .tools.calls import PreparedCall, prepare_call, renamed, unique_ids
 from .tools.catalog import ToolCatalog
-from .tools.places import settle_places
+from .tools.places import PlaceError, resolve_place, settle_places
 from .tools.pool import ToolPool, ToolUnavailable
 from .tools.registry import RegisteredTool
 from .tools.selection import ToolSelector
@@ -141,6 +141,8 @@ class AgentRun:
         self.catalog = Catalog()
         # Set once a call asked for raster data (a collection_id), whether or not it succeeded.
         self.data_asked = False
+        # Places of this run's data calls that the question names, with what the catalogue lacks there.
+        self.place_gaps: dict[str, Gap | None] = {}
 
     # Entry point.
 
@@ -310,8 +312,31 @@ class AgentRun:
             return None
         if not self.data_asked and not any(collections_in(r.text) for r in self.tool_texts):
             return None
-        gap = next(iter(catalogue_gaps(self.run.message, self.catalog)), None)
+        gaps = [*catalogue_gaps(self.run.message, self.catalog), *filter(None, self.place_gaps.values())]
+        gap = next(iter(gaps), None)
         return None if gap is None or gap.answered_by(draft) else gap
+
+    async def _check_place(self, place: Any) -> None:
+        """Resolve a place the question names (once per run) and note whether any collection of the
+        variable asked for reaches it (`premises.place_gap`)."""
+        if not self.settings.premise_check or not isinstance(place, str) or not asked_variables(self.run.message):
+            return
+        key = " ".join(place.lower().split())
+        if key in self.place_gaps or key not in " ".join(self.run.message.lower().split()):
+            return
+        self.place_gaps[key] = None
+        try:
+            resolved = await resolve_place(place, self.deps.pool, self._headers)
+        except PlaceError:
+            return
+        point, box = resolved.get("point"), resolved.get("bbox")
+        if isinstance(point, list) and len(point) == 2:
+            area = (float(point[0]), float(point[1]), float(point[0]), float(point[1]))
+        elif isinstance(box, list) and len(box) == 4:
+            area = (float(box[0]), float(box[1]), float(box[2]), float(box[3]))
+        else:
+            return
+        self.place_gaps[key] = place_gap(self.run.message, self.catalog, str(resolved.get("name") or place), area)
 
     def _replace_draft(self, text: str, reason: str) -> str:
         """Put `text` in place of this step's answer on the user's screen; returns the new step text."""
@@ -606,9 +631,10 @@ class AgentRun:
         self.step_failures = []
         results_before = len(self.tool_texts)
         prepared = [self._prepare(call, offered) for call in calls]
-        self.data_asked = self.data_asked or any(
-            "collection_id" in call.arguments or "collection_ids" in call.arguments for call in calls
-        )
+        data_calls = [c for c in calls if "collection_id" in c.arguments or "collection_ids" in c.arguments]
+        self.data_asked = self.data_asked or bool(data_calls)
+        for call in data_calls:
+            await self._check_place(call.arguments.get("place"))
         for item in prepared:
             self._check_repeat(item)
         results: dict[str, str] = {}

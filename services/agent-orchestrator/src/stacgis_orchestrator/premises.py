@@ -78,6 +78,14 @@ class Collection:
     words: str  # plain id, title, keywords and band names: what a variable's words are looked for in
     years: tuple[int, int] | None  # first and last year of its data; None when not time-resolved
     time: str  # the time range as the catalogue writes it
+    bbox: tuple[float, float, float, float] | None = None  # west, south, east, north
+
+    def reaches(self, box: tuple[float, float, float, float]) -> bool:
+        """Whether its extent meets `box` (a point is a box of zero size); no extent: everywhere."""
+        if self.bbox is None:
+            return True
+        w, s, e, n = self.bbox
+        return box[0] <= e and w <= box[2] and box[1] <= n and s <= box[3]
 
     def holds(self, variable: str) -> bool:
         return any(_has_term(self.words, term) for term in VARIABLES[variable])
@@ -118,12 +126,17 @@ def _collection(item: dict[str, Any]) -> Collection:
     text = " ".join(str(part) for part in [item["id"], item.get("title") or "", *keywords, *bands])
     time = str(item.get("time") or "")
     years = [int(y) for y in _YEAR_IN_RANGE.findall(time)]
+    raw_box = item.get("bbox")
+    box = None
+    if isinstance(raw_box, list) and len(raw_box) == 4 and all(isinstance(v, (int, float)) for v in raw_box):
+        box = (float(raw_box[0]), float(raw_box[1]), float(raw_box[2]), float(raw_box[3]))
     return Collection(
         id=item["id"],
         title=str(item.get("title") or ""),
         words=_plain(text),
         years=(min(years), max(years)) if years else None,
         time=time,
+        bbox=box,
     )
 
 
@@ -221,6 +234,30 @@ def _span(collection: Collection) -> str:
         return "no particular period"
     first, last = collection.years
     return str(first) if first == last else f"{first} to {last}"
+
+
+def place_gap(question: str, catalog: Catalog, name: str, box: tuple[float, float, float, float]) -> Gap | None:
+    """A place the question names (at `box`; a point as a box of zero size) that no collection of
+    the variable asked for reaches, in the years asked for."""
+    years = asked_years(question)
+    for variable, _ in asked_variables(question):
+        holders = catalog.holders(variable)
+        if not holders:
+            continue  # the variable gap says it
+        there = [c for c in holders if c.reaches(box)]
+        if any(not years or any(c.covers(y) for y in years) for c in there):
+            continue
+        when = f" in {' and '.join(str(y) for y in years)}" if there else ""
+        reach = "; ".join(f"{c.id} covers {_extent(c)}" + (f" ({_span(c)})" if years else "") for c in holders)
+        return Gap("place", name, f"no {variable} data covers {name}{when} ({reach})")
+    return None
+
+
+def _extent(collection: Collection) -> str:
+    if collection.bbox is None:
+        return "everywhere"
+    w, s, e, n = collection.bbox
+    return "the whole globe" if (w, s, e, n) == (-180, -90, 180, 90) else f"lon {w} to {e}, lat {s} to {n}"
 
 
 def call_gap(question: str, catalog: Catalog, collection_id: object) -> str | None:

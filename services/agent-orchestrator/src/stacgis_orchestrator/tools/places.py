@@ -143,9 +143,8 @@ def _resolver(pool: ToolPool) -> RegisteredTool | None:
     return None
 
 
-async def _view_arguments(
-    arguments: dict[str, Any], place: str, pool: ToolPool, headers: Callable[[], Mapping[str, str]]
-) -> dict[str, Any]:
+async def resolve_place(place: str, pool: ToolPool, headers: Callable[[], Mapping[str, str]]) -> dict[str, Any]:
+    """vector-tools' answer for a place name: name, ref, and a `point` or a `bbox`."""
     tool = _resolver(pool)
     if tool is None:
         raise PlaceError("place: place names cannot be resolved now (vector-tools is not available); give lat and lon")
@@ -161,7 +160,14 @@ async def _view_arguments(
         raise PlaceError(f"place: vector-tools gave no readable answer for {place!r}") from None
     if answer.get("status") == "ambiguous":
         raise PlaceError(f"place: {answer.get('message')}")
-    resolved = answer.get("place") or {}
+    resolved: dict[str, Any] = answer.get("place") or {}
+    return resolved
+
+
+async def _view_arguments(
+    arguments: dict[str, Any], place: str, pool: ToolPool, headers: Callable[[], Mapping[str, str]]
+) -> dict[str, Any]:
+    resolved = await resolve_place(place, pool, headers)
     point, box = resolved.get("point"), resolved.get("bbox")
     if isinstance(point, list) and len(point) == 2:
         lat, lon, zoom = round(point[1], 5), round(point[0], 5), POINT_ZOOM
