@@ -557,6 +557,33 @@ async def test_advice_after_a_failed_call_is_withdrawn_and_the_model_fixes_the_c
 
 
 @pytest.mark.asyncio
+async def test_advice_naming_the_collection_to_use_is_followed_by_the_orchestrator(orch, model_url) -> None:
+    # The 1.5B model, told "no collection 'pr-2000'", keeps writing "you should use pr-1999 instead".
+    message = unique("advised fix")
+    bad = {"name": "get_raster_statistics", "arguments": {"collection_id": "pr-2000", "bbox": [5, 49, 6, 50]}}
+    await set_rules(
+        model_url,
+        {
+            "name": "answer",
+            "match": {"last_user": FAILED_MARK, "step": 1},
+            "content": "{{tool:get_raster_statistics:mean}} mm.",
+        },
+        {"name": "bad", "match": {"last_user": "advised fix", "step": 0}, "tool_calls": [bad]},
+        {
+            "name": "advice",
+            "match": {"last_user": "advised fix", "step": 1},
+            "content": "You should use the pr-1999 collection instead.",
+        },
+    )
+    events = await run_events(orch.url, {"message": message})
+    starts = [e.payload for e in events if e.name == "tool_start"]
+    assert [s["arguments"]["collection_id"] for s in starts] == ["pr-2000", "pr-1999"]
+    mean = json.loads([e.payload for e in events if e.name == "tool_result"][-1]["result"])["mean"]
+    done = terminal(events).proto.done
+    assert done.content == f"{mean} mm." and "pr-1999 instead" not in done.content
+
+
+@pytest.mark.asyncio
 async def test_a_refusal_after_a_failed_call_stands(orch, model_url) -> None:
     message = unique("refuse after error")
     outside = {"name": "query_raster_point", "arguments": {"collection_id": "lux-dem", "lon": 36.8, "lat": -1.3}}

@@ -27,7 +27,7 @@ from .grounding import GroundingReport, ToolResultText, check_answer
 from .llm.base import ChatProvider
 from .llm.stream_filter import ContentFilter
 from .llm.text_tools import describe_tools_for_prompt, parse_json_answer, parse_tool_blocks
-from .llm.types import Message, ModelError, ModelTurn, TextDelta, ThinkingDelta, ToolCall, ToolSpec
+from .llm.types import Message, ModelError, ModelTurn, TextDelta, ThinkingDelta, ToolCall, ToolSpec, new_call_id
 from .memory import ConversationMemory, consistent_history, truncate_result
 from .prefix import all_tools, offered_specs
 from .premises import Catalog, Gap, asked_variables, call_gap, catalogue_gaps, collections_in, place_gap
@@ -136,6 +136,7 @@ class AgentRun:
         self.draft_withdrawn = not self.settings.grounding_retry
         # Errors of the last step when none of its calls succeeded (a fix may be asked for, once).
         self.step_failures: list[str] = []
+        self.step_failed_calls: list[ToolCall] = []
         self.failure_retried = not self.settings.grounding_retry
         # The raster catalogue, for checking that an answer's data covers the question.
         self.catalog = Catalog()
@@ -284,6 +285,15 @@ class AgentRun:
                     self.failure_retried = True
                     correction = FAILED_CALL.format(error=self.step_failures[0][:400], question=self.run.message)
                     self._withdraw_draft("the call failed and was not tried again", memory, visible, correction)
+                    fix = self._advised_fix(visible)
+                    if fix is not None:
+                        # The advice names the one collection to use: make that call, as advised.
+                        self.new_messages.append(memory.add_assistant("", [fix]))
+                        for result in await self._act([fix], offered):
+                            message, _ = memory.add_tool_result(
+                                result.tool_call_id or "", result.name or "", result.content
+                            )
+                            self.new_messages.append(message)
                     continue
                 if not visible.strip():
                     if self.tool_texts:
@@ -337,6 +347,21 @@ class AgentRun:
         else:
             return
         self.place_gaps[key] = place_gap(self.run.message, self.catalog, str(resolved.get("name") or place), area)
+
+    def _advised_fix(self, advice: str) -> ToolCall | None:
+        """The failed call again with the one other collection id the advice names, if it names one."""
+        failed = [c for c in self.step_failed_calls if isinstance(c.arguments.get("collection_id"), str)]
+        if len(failed) != 1:
+            return None
+        tried = failed[0].arguments["collection_id"]
+        named = {
+            cid
+            for cid in self.catalog.collections
+            if cid != tried and re.search(rf"(?<![\w-]){re.escape(cid)}(?![\w-])", advice)
+        }
+        if len(named) != 1:
+            return None
+        return ToolCall(new_call_id(), failed[0].name, {**failed[0].arguments, "collection_id": named.pop()})
 
     def _replace_draft(self, text: str, reason: str) -> str:
         """Put `text` in place of this step's answer on the user's screen; returns the new step text."""
@@ -629,6 +654,7 @@ class AgentRun:
             self.run.message,
         )
         self.step_failures = []
+        self.step_failed_calls = []
         results_before = len(self.tool_texts)
         prepared = [self._prepare(call, offered) for call in calls]
         data_calls = [c for c in calls if "collection_id" in c.arguments or "collection_ids" in c.arguments]
@@ -679,7 +705,7 @@ class AgentRun:
             for task in tasks:
                 task.cancel()
         if len(self.tool_texts) > results_before:
-            self.step_failures = []  # something worked: the model is not stuck on the errors
+            self.step_failures, self.step_failed_calls = [], []  # something worked: not stuck on the errors
         return [
             Message(role="tool", content=results[c.id], tool_call_id=c.id, name=c.name)
             for c in calls
@@ -847,6 +873,7 @@ class AgentRun:
         server = (item.tool.server or item.tool.kind) if item.tool else "unknown"
         if kind in FIXABLE_ERRORS:
             self.step_failures.append(f"{name}: {error}")
+            self.step_failed_calls.append(item.call)
         self.sink.emit(
             tool_error=events_pb2.ToolError(
                 call_id=item.call.id, tool_name=name, error=error, duration_ms=int(duration_s * 1000), kind=kind
