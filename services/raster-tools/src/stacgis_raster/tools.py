@@ -212,8 +212,8 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
     )
     async def detect_change(
         collection_id: CollectionId,
-        period_a: Annotated[str, Field(description="First period, e.g. '1999-01'")],
-        period_b: Annotated[str, Field(description="Second period, e.g. '1999-07'")],
+        period_a: Annotated[str, Field(description="First period: a month '1999-01' or months '1999-03/1999-05'")],
+        period_b: Annotated[str, Field(description="Second period: a month '1999-07' or months '1999-06/1999-08'")],
         place: AreaPlace = None,
         geometry: GeometryArg = None,
         bbox: BBoxArg = None,
