@@ -388,7 +388,7 @@ def test_catalogue_gaps_name_a_missing_variable_or_year_and_leave_covered_questi
     assert catalogue_gaps("How much snow fell?", Catalog()) == []
     # A call on another variable's collection, when one that holds it exists; "warmer" is temperature.
     refused = call_gap("How much warmer was July than January?", catalog, "lux-dem")
-    assert refused is not None and "'lux-dem' (Luxembourg DEM) holds no warmer data" in refused
+    assert refused is not None and "'lux-dem' (Luxembourg DEM) holds no air temperature data" in refused
     assert "bcsd-temperature-1999, oisst-sst" in refused
     assert call_gap("What is the sea surface temperature at -140, 0?", catalog, "oisst-sst") is None
     assert call_gap("What is at -140, 0?", catalog, "lux-dem") is None, "no variable asked: nothing to compare"

@@ -270,7 +270,7 @@ def call_gap(question: str, catalog: Catalog, collection_id: object) -> str | No
     holders = {c.id for variable, _ in asked for c in catalog.holders(variable)}
     if not asked or not holders or any(collection.holds(variable) for variable, _ in asked):
         return None
-    words = " or ".join(words for _, words in asked)
+    words = " or ".join(variable for variable, _ in asked)
     return (
         f"collection_id: '{collection.id}' ({collection.title}) holds no {words} data; "
         f"collections with {words}: {', '.join(sorted(holders))}. Call the tool again with one of them."
