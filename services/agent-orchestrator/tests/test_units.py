@@ -418,7 +418,7 @@ def test_a_place_gap_names_a_place_no_collection_of_the_variable_reaches_in_the_
     gap = place_gap("What is the elevation of Nairobi?", catalog, "Nairobi", nairobi)
     assert gap is not None and gap.missing == "Nairobi"
     assert gap.refusal.endswith(
-        "no elevation data covers Nairobi (lux-dem covers lon 5.74 to 6.53, lat 49.44 to 50.19)."
+        "no elevation data covers Nairobi (the collections with elevation: lux-dem: Luxembourg DEM)."
     )
     # Reached, but not in the year asked: the sea surface collection is global, and of 1981.
     tokyo = (139.69, 35.69, 139.69, 35.69)
@@ -426,7 +426,7 @@ def test_a_place_gap_names_a_place_no_collection_of_the_variable_reaches_in_the_
     assert (
         late is not None
         and "covers Tokyo in 1999" in late.refusal
-        and "oisst-sst covers the whole globe (1981)" in late.refusal
+        and "oisst-sst: NOAA OISST global sea surface temperature" in late.refusal
     )
     raleigh = (-78.64, 35.77, -78.64, 35.77)
     assert place_gap("Temperature in Raleigh in July 1999?", catalog, "Raleigh", raleigh) is None

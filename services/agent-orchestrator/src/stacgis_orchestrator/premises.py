@@ -248,16 +248,11 @@ def place_gap(question: str, catalog: Catalog, name: str, box: tuple[float, floa
         if any(not years or any(c.covers(y) for y in years) for c in there):
             continue
         when = f" in {' and '.join(str(y) for y in years)}" if there else ""
-        reach = "; ".join(f"{c.id} covers {_extent(c)}" + (f" ({_span(c)})" if years else "") for c in holders)
-        return Gap("place", name, f"no {variable} data covers {name}{when} ({reach})")
+        # Titles say where each collection is ("... south-eastern United States"); its box would put
+        # numbers in the answer that no tool result gave.
+        reach = "; ".join(f"{c.id}: {c.title}" for c in holders)
+        return Gap("place", name, f"no {variable} data covers {name}{when} (the collections with {variable}: {reach})")
     return None
-
-
-def _extent(collection: Collection) -> str:
-    if collection.bbox is None:
-        return "everywhere"
-    w, s, e, n = collection.bbox
-    return "the whole globe" if (w, s, e, n) == (-180, -90, 180, 90) else f"lon {w} to {e}, lat {s} to {n}"
 
 
 def call_gap(question: str, catalog: Catalog, collection_id: object) -> str | None:
