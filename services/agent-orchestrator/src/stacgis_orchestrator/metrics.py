@@ -38,9 +38,11 @@ DRAFTS_WITHDRAWN = Counter(
 )
 PREMISE_GAPS = Counter(
     "stacgis_premise_gaps",
-    "Draft answers whose data did not cover the question (kind: variable, period, collection)",
+    "Answers or calls whose data did not cover the question (kind: variable, period, place, call)",
     ["kind"],
 )
+for _kind in ("variable", "period", "place", "call"):
+    PREMISE_GAPS.labels(_kind)  # exported at 0 from the start, so dashboards and alerts see the series
 ACTIVE_RUNS = Gauge("stacgis_agent_active_runs", "Runs in progress on this replica")
 
 TOOL_CALLS = Counter(
