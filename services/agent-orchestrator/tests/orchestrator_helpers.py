@@ -126,6 +126,16 @@ async def set_rules(model_url: str, *rules: dict[str, Any]) -> None:
         assert response.status_code == 200, response.text
 
 
+async def call_then_answer(model_url: str, tag: str, calls: list[dict[str, Any]], answer: str) -> None:
+    """Script a run whose model makes `calls` on its first step, then answers `answer` (placeholders
+    such as {{tool:NAME:KEY}} quote the results); `tag` is a part of the user's message."""
+    await set_rules(
+        model_url,
+        {"name": f"{tag}-call", "match": {"last_user": tag, "step": 0}, "tool_calls": calls},
+        {"name": f"{tag}-answer", "match": {"last_user": tag, "step": 1}, "content": answer},
+    )
+
+
 async def model_requests(model_url: str, contains: str | None = None) -> list[dict[str, Any]]:
     async with httpx.AsyncClient(base_url=model_url, timeout=10) as client:
         params = {"contains": contains} if contains else {}

@@ -18,7 +18,15 @@ from typing import Any
 
 import httpx
 import pytest
-from orchestrator_helpers import content, model_requests, names, run_events, set_rules, terminal
+from orchestrator_helpers import (
+    call_then_answer,
+    content,
+    model_requests,
+    names,
+    run_events,
+    set_rules,
+    terminal,
+)
 
 from conftest import SERVERS, ToolServer, orchestrator, orchestrator_env, tool_server
 from stacgis_common.testing import RunningService, free_port, run_service
@@ -610,15 +618,7 @@ def replaced(events: list[Any]) -> int:
 async def test_an_answer_for_a_variable_no_collection_holds_becomes_a_refusal_naming_it(orch, model_url) -> None:
     message = unique("How much snow fell in Luxembourg?")
     call = {"name": "get_raster_statistics", "arguments": {"collection_id": "lux-dem", "bbox": [5.7, 49.4, 6.5, 50.2]}}
-    await set_rules(
-        model_url,
-        {"name": "call", "match": {"last_user": "snow fell", "step": 0}, "tool_calls": [call]},
-        {
-            "name": "answer",
-            "match": {"last_user": "snow fell", "step": 1},
-            "content": "{{tool:get_raster_statistics:mean}} m.",
-        },
-    )
+    await call_then_answer(model_url, "snow fell", [call], "{{tool:get_raster_statistics:mean}} m.")
     events = await run_events(orch.url, {"message": message})
     done = terminal(events).proto.done
     assert done.finish_reason == "completed" and replaced(events) == 1
@@ -636,15 +636,7 @@ async def test_an_answer_for_a_variable_no_collection_holds_becomes_a_refusal_na
 async def test_an_answer_from_another_year_becomes_a_refusal_naming_the_year(orch, model_url) -> None:
     message = unique("What was the precipitation over the box 5, 49, 6, 50 in July 2005?")
     call = {"name": "get_raster_statistics", "arguments": {"collection_id": "pr-1999", "bbox": [5, 49, 6, 50]}}
-    await set_rules(
-        model_url,
-        {"name": "call", "match": {"last_user": "July 2005", "step": 0}, "tool_calls": [call]},
-        {
-            "name": "answer",
-            "match": {"last_user": "July 2005", "step": 1},
-            "content": "{{tool:get_raster_statistics:mean}} mm.",
-        },
-    )
+    await call_then_answer(model_url, "July 2005", [call], "{{tool:get_raster_statistics:mean}} mm.")
     events = await run_events(orch.url, {"message": message})
     done = terminal(events).proto.done
     assert replaced(events) == 1

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from orchestrator_helpers import Event, model_requests, run_events, set_rules, terminal
+from orchestrator_helpers import Event, call_then_answer, model_requests, run_events, set_rules, terminal
 
 from conftest import orchestrator, orchestrator_env
 from stacgis_common.testing import REPO_ROOT, RunningService, call_tool, free_port, run_service
@@ -90,15 +90,7 @@ async def one_call(
     orch: RunningService, model_url: str, tag: str, name: str, arguments: dict[str, Any], **body: Any
 ) -> list[Event]:
     """A run whose model makes one tool call, then answers 'ok'."""
-    await set_rules(
-        model_url,
-        {
-            "name": f"{tag}-call",
-            "match": {"last_user": tag, "step": 0},
-            "tool_calls": [{"name": name, "arguments": arguments}],
-        },
-        {"name": f"{tag}-answer", "match": {"last_user": tag, "step": 1}, "content": "ok"},
-    )
+    await call_then_answer(model_url, tag, [{"name": name, "arguments": arguments}], "ok")
     events = await run_events(orch.url, {"message": unique(tag), **body}, timeout=120)
     assert terminal(events).name == "done", [e.name for e in events]
     return events
@@ -347,23 +339,10 @@ async def test_a_place_no_collection_of_the_variable_reaches_ends_in_a_refusal_n
     assert terminal(events).proto.done.grounding.unsupported_count == 0, "the refusal quotes no coordinates"
     # Covered: the same kind of call stands.
     tag = "What is the elevation of Luxembourg"
-    await set_rules(
-        model_url,
-        {
-            "name": "call",
-            "match": {"last_user": tag, "step": 0},
-            "tool_calls": [
-                {
-                    "name": "get_raster_statistics",
-                    "arguments": {"collection_id": "luxembourg-dem", "place": "Luxembourg"},
-                }
-            ],
-        },
-        {
-            "name": "answer",
-            "match": {"last_user": tag, "step": 1},
-            "content": "{{tool:get_raster_statistics:statistics.mean}} m",
-        },
-    )
+    statistics = {
+        "name": "get_raster_statistics",
+        "arguments": {"collection_id": "luxembourg-dem", "place": "Luxembourg"},
+    }
+    await call_then_answer(model_url, tag, [statistics], "{{tool:get_raster_statistics:statistics.mean}} m")
     events = await run_events(places_orch.url, {"message": unique(tag + "?")}, timeout=120)
     assert "cannot answer" not in terminal(events).proto.done.content

@@ -30,7 +30,7 @@ from .llm.text_tools import describe_tools_for_prompt, parse_json_answer, parse_
 from .llm.types import Message, ModelError, ModelTurn, TextDelta, ThinkingDelta, ToolCall, ToolSpec, new_call_id
 from .memory import ConversationMemory, consistent_history, truncate_result
 from .prefix import all_tools, offered_specs
-from .premises import Catalog, Gap, asked_variables, call_gap, catalogue_gaps, collections_in, place_gap
+from .premises import Catalog, Gap, asked_variables, call_gap, catalogue_gaps, place_gap
 from .prompts import (
     FAILED_CALL,
     FORCE_ANSWER,
@@ -320,7 +320,7 @@ class AgentRun:
         even one that failed): a knowledge or map answer has no collection behind it."""
         if not self.settings.premise_check or not draft.strip():
             return None
-        if not self.data_asked and not any(collections_in(r.text) for r in self.tool_texts):
+        if not self.data_asked:
             return None
         gaps = [*catalogue_gaps(self.run.message, self.catalog), *filter(None, self.place_gaps.values())]
         gap = next(iter(gaps), None)

@@ -3,11 +3,12 @@
 Grounding proves that every number of an answer came from a tool result; it cannot tell that the
 result is about another variable (snowfall answered with an elevation model) or another period
 (2010 answered with 1999's data). These checks compare the question with the raster catalogue
-(`collections://list`: ids, titles, keywords, band names, time ranges) and with the collections
-the calls the model makes. They find three gaps:
+(`collections://list`: ids, titles, keywords, band names, time ranges, boxes) and with the calls
+the model makes. They find four gaps:
 
 - `variable`: the question asks for a variable no collection holds (a refusal, written here);
 - `period`: it names years that no collection of the variable covers (a refusal, written here);
+- `place`: a place it names that no collection of the variable reaches in those years (a refusal);
 - `call`: a call asks a collection that holds none of the variables asked for, while others do (the
   call is not run; the model is told which collections hold them).
 
@@ -19,8 +20,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from stacgis_common.answer import mentions, refusal_phrases
@@ -67,17 +69,12 @@ def _plain(text: str) -> str:
     return " ".join(re.sub(r"[-‐‑–_/,;:()]", " ", text.lower()).split())
 
 
-def _has_term(plain: str, term: str) -> bool:
-    return _term_pattern(term).search(plain) is not None
-
-
 @dataclass(frozen=True)
 class Collection:
     id: str
     title: str
-    words: str  # plain id, title, keywords and band names: what a variable's words are looked for in
+    variables: frozenset[str]  # of VARIABLES, those whose words occur in its id, title, keywords or bands
     years: tuple[int, int] | None  # first and last year of its data; None when not time-resolved
-    time: str  # the time range as the catalogue writes it
     bbox: tuple[float, float, float, float] | None = None  # west, south, east, north
 
     def reaches(self, box: tuple[float, float, float, float]) -> bool:
@@ -88,7 +85,7 @@ class Collection:
         return box[0] <= e and w <= box[2] and box[1] <= n and s <= box[3]
 
     def holds(self, variable: str) -> bool:
-        return any(_has_term(self.words, term) for term in VARIABLES[variable])
+        return variable in self.variables
 
     def covers(self, year: int) -> bool:
         return self.years is None or self.years[0] <= year <= self.years[1]
@@ -123,9 +120,8 @@ class Catalog:
 def _collection(item: dict[str, Any]) -> Collection:
     bands = item.get("band_names") or []
     keywords = item.get("keywords") or []
-    text = " ".join(str(part) for part in [item["id"], item.get("title") or "", *keywords, *bands])
-    time = str(item.get("time") or "")
-    years = [int(y) for y in _YEAR_IN_RANGE.findall(time)]
+    words = _plain(" ".join(str(part) for part in [item["id"], item.get("title") or "", *keywords, *bands]))
+    years = [int(y) for y in _YEAR_IN_RANGE.findall(str(item.get("time") or ""))]
     raw_box = item.get("bbox")
     box = None
     if isinstance(raw_box, list) and len(raw_box) == 4 and all(isinstance(v, (int, float)) for v in raw_box):
@@ -133,9 +129,10 @@ def _collection(item: dict[str, Any]) -> Collection:
     return Collection(
         id=item["id"],
         title=str(item.get("title") or ""),
-        words=_plain(text),
+        variables=frozenset(
+            name for name, terms in VARIABLES.items() if any(_term_pattern(t).search(words) for t in terms)
+        ),
         years=(min(years), max(years)) if years else None,
-        time=time,
         bbox=box,
     )
 
@@ -159,6 +156,7 @@ def asked_variables(question: str) -> list[tuple[str, str]]:
     return list(seen.items())
 
 
+@cache
 def _term_pattern(term: str) -> re.Pattern[str]:
     words = [re.escape(w) for w in re.split(r"[\s\-]+", term.lower())]
     # Not inside an identifier: "temperature" in "bcsd-temperature-1999" names a collection.
@@ -179,7 +177,7 @@ def asked_years(question: str) -> list[int]:
 
 @dataclass(frozen=True)
 class Gap:
-    kind: str  # "variable", "period" or "collection"
+    kind: str  # "variable", "period" or "place"
     missing: str  # what the data lacks, in the user's words
     reason: str  # why the data cannot answer, as a clause
 
@@ -270,24 +268,3 @@ def call_gap(question: str, catalog: Catalog, collection_id: object) -> str | No
         f"collection_id: '{collection.id}' ({collection.title}) holds no {words} data; "
         f"collections with {words}: {', '.join(sorted(holders))}. Call the tool again with one of them."
     )
-
-
-def collections_in(text: str) -> set[str]:
-    """The collection ids a tool result is about (its `collection_id` keys, at any depth)."""
-    try:
-        data: Any = json.loads(text)
-    except ValueError:
-        return set()
-    return set(_collection_ids(data))
-
-
-def _collection_ids(value: Any) -> Iterator[str]:
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if key == "collection_id" and isinstance(item, str):
-                yield item
-            else:
-                yield from _collection_ids(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _collection_ids(item)

@@ -21,7 +21,7 @@ from pystac.stac_io import DefaultStacIO
 from stacgis_raster.assets import AssetGuard
 from stacgis_raster.errors import UpstreamError, unknown_collection
 from stacgis_raster.stac_fields import TIME_RESOLVED_FIELD
-from stacgis_raster.validation import BBox, TimeInterval
+from stacgis_raster.validation import BBox, TimeInterval, boxes_overlap
 
 _DATA_MEDIA_TYPES = ("image/tiff", "application/x-netcdf", "image/vnd.stac.geotiff")
 
@@ -257,10 +257,7 @@ class CatalogSource(Protocol):
 
 
 def _overlaps(item: ItemRecord, bbox: BBox | None) -> bool:
-    if bbox is None or item.bbox is None:
-        return True
-    w, s, e, n = item.bbox
-    return not (bbox[2] < w or bbox[0] > e or bbox[3] < s or bbox[1] > n)
+    return boxes_overlap(bbox, item.bbox)
 
 
 class _CachedSource:

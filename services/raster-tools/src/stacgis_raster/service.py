@@ -32,6 +32,7 @@ from stacgis_raster.settings import RasterSettings
 from stacgis_raster.validation import (
     BBox,
     TimeInterval,
+    boxes_overlap,
     check_lon_lat,
     is_feature_reference,
     parse_bbox,
@@ -133,7 +134,7 @@ class RasterService:
                     if r.id != record.id
                     and r.time_resolved
                     and interval.overlaps(r.start, r.end)
-                    and (bbox is None or r.bbox is None or _boxes_overlap(bbox, r.bbox))
+                    and boxes_overlap(bbox, r.bbox)
                 ]
                 raise ArgumentError(
                     argument,
@@ -293,10 +294,8 @@ class RasterService:
         records = await self.collections()
         out = []
         for record in sorted(records, key=lambda r: r.id):
-            if box_filter and record.bbox:
-                w, s, e, n = record.bbox
-                if box_filter[2] < w or box_filter[0] > e or box_filter[3] < s or box_filter[1] > n:
-                    continue
+            if not boxes_overlap(box_filter, record.bbox):
+                continue
             if interval and record.time_resolved and not interval.overlaps(record.start, record.end):
                 continue
             out.append(record.summary())
@@ -812,10 +811,6 @@ class RasterService:
         change["compared_fraction"] = round(total / float(np.asarray(weights)[inside].sum()), 4)
         out["change"] = change
         return out
-
-
-def _boxes_overlap(a: Sequence[float], b: Sequence[float]) -> bool:
-    return a[0] <= b[2] and b[0] <= a[2] and a[1] <= b[3] and b[1] <= a[3]
 
 
 def _zero_size_box(bbox: Any) -> tuple[float, float] | None:

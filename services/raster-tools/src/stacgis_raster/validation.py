@@ -45,6 +45,13 @@ def check_lon_lat(lon: Any, lat: Any, lon_arg: str = "lon", lat_arg: str = "lat"
     return x, y
 
 
+def boxes_overlap(a: BBox | None, b: BBox | None) -> bool:
+    """Whether two [west, south, east, north] boxes meet; a missing box is everywhere."""
+    if a is None or b is None:
+        return True
+    return not (a[2] < b[0] or a[0] > b[2] or a[3] < b[1] or a[1] > b[3])
+
+
 def parse_bbox(value: Any, argument: str = "bbox") -> BBox:
     """[west, south, east, north] in WGS 84 degrees, as a list or "w,s,e,n" string."""
     if isinstance(value, str):
