@@ -290,7 +290,16 @@ def nginx_command() -> list[str]:
     return [nginx_binary(), "-p", str(LOCAL / "nginx"), "-c", "nginx.conf", "-e", "stderr", "-g", "daemon off;"]
 
 
-def write_nginx_config(dist: Path) -> None:
+def content_security_policy(env: dict[str, str]) -> str:
+    """frontend/csp.conf, with the hosts set_map_style may use (ORCHESTRATOR_MAP_STYLE_HOSTS) as the chart adds them."""
+    policy = next(line for line in (ROOT / "frontend" / "csp.conf").read_text().splitlines() if line.startswith("add_"))
+    hosts = " ".join(json.loads(env.get("ORCHESTRATOR_MAP_STYLE_HOSTS") or "[]"))
+    if hosts:
+        policy = re.sub(r"(img-src [^;]*|connect-src [^;]*)", lambda m: f"{m.group(1)} {hosts}", policy)
+    return policy + "\n"
+
+
+def write_nginx_config(dist: Path, env: dict[str, str]) -> None:
     folder = LOCAL / "nginx"
     tmp = folder / "tmp"
     for sub in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
@@ -305,8 +314,16 @@ def write_nginx_config(dist: Path) -> None:
     )
     if mime_types is None:
         raise SystemExit("[stack] nginx's mime.types is missing: reinstall nginx (nginx-light)")
+    (folder / "csp.conf").write_text(content_security_policy(env))
     template = (ROOT / "deploy" / "local" / "nginx.conf.template").read_text()
-    replacements = {"RUN": RUN, "LOGS": LOGS, "TMP": tmp, "DIST": dist, "MIME_TYPES": mime_types}
+    replacements = {
+        "RUN": RUN,
+        "LOGS": LOGS,
+        "TMP": tmp,
+        "DIST": dist,
+        "MIME_TYPES": mime_types,
+        "CSP": folder / "csp.conf",
+    }
     config = re.sub(r"\{\{([A-Z_]+)\}\}", lambda m: str(replacements[m.group(1)]), template)
     (folder / "nginx.conf").write_text(config)
     check = subprocess.run([*nginx_command()[:-2], "-t", "-q"], capture_output=True, text=True, check=False)
@@ -562,7 +579,7 @@ def up() -> None:
     env = stack_env()
     prepare_data(env, present)
     dist = build_frontend(env)
-    write_nginx_config(dist)
+    write_nginx_config(dist, env)
     names = [service.name for service in present] + ["ingress"]
     pid = start_processes(env, names)
     say(f"started {', '.join(names)} (process manager pid {pid}); logs in {LOGS}")

@@ -61,6 +61,13 @@ export function toolThenAnswer(
 }
 
 export async function openApp(page: Page): Promise<void> {
+  await page.addInitScript(() => {
+    if (window.__cspViolations) return;
+    window.__cspViolations = [];
+    document.addEventListener("securitypolicyviolation", (e) => {
+      window.__cspViolations!.push(`${e.effectiveDirective} blocked ${e.blockedURI || "inline"} (${e.sourceFile}:${e.lineNumber})`);
+    });
+  });
   await page.goto("/");
   await page.waitForFunction(() => Boolean(window.__stacgisMap?.loaded()));
   await expect(page.getByTestId("model")).not.toHaveText("Model: …");
@@ -79,7 +86,14 @@ export function lastAnswer(page: Page): Locator {
 export async function waitForAnswer(page: Page, status = "complete"): Promise<Locator> {
   const answer = lastAnswer(page);
   await expect(answer).toHaveAttribute("data-status", status, { timeout: 60_000 });
+  // Every answered turn ran within the page's Content-Security-Policy.
+  expect(await cspViolations(page), "Content-Security-Policy violations").toEqual([]);
   return answer;
+}
+
+/** What the page's Content-Security-Policy refused since openApp (the ingress sends the policy). */
+export async function cspViolations(page: Page): Promise<string[]> {
+  return page.evaluate(() => window.__cspViolations ?? []);
 }
 
 export async function mapCenter(page: Page): Promise<{ lng: number; lat: number; zoom: number }> {

@@ -299,6 +299,8 @@ def nginx(tmp_path: Path) -> Any:
     (dist / "favicon.svg").write_text("<svg/>")
     server = (REPO / "frontend/nginx.conf").read_text()
     server = server.replace("listen 8080;", f"listen 127.0.0.1:{port};").replace("/usr/share/nginx/html", str(dist))
+    # Where the Dockerfile copies it (and the chart mounts its own).
+    server = server.replace("/etc/nginx/stacgis/csp.conf", str(REPO / "frontend/csp.conf"))
     (tmp_path / "server.conf").write_text(server)
     # The main config the nginx-unprivileged image ships, reduced to what the server block needs.
     # Run as root (CI), nginx would drop its workers to "nobody", who cannot read tmp_path.
@@ -359,6 +361,8 @@ def test_frontend_server_routes(nginx: str) -> None:
         assert client.get("/api/v1/chat/capacity").status_code == 404
         assert client.get("/tiles/x/0/0/0.png").status_code == 404
         assert index.headers["x-content-type-options"] == "nosniff"
+        for page in (index, deep, client.get("/index.html")):
+            assert "script-src 'self'" in page.headers["content-security-policy"]
 
 
 def _package_data_patterns(pyproject: Path) -> dict[str, list[str]]:

@@ -13,6 +13,7 @@ from .conftest import (
     DATABASE_COMPONENTS,
     NAMESPACE,
     PYTHON_COMPONENTS,
+    REPO,
     SCALABLE,
     SERVICES,
     Rendered,
@@ -453,6 +454,37 @@ def test_ingress_streams_sse(each_set: tuple[str, Rendered]) -> None:
     if name == "prod":
         assert ingress["spec"]["tls"] == [{"secretName": "stacgis-tls", "hosts": ["stacgis.example.com"]}]
         assert annotations["cert-manager.io/cluster-issuer"] == "letsencrypt"
+
+
+def _csp_line(text: str) -> str:
+    return next(line.strip() for line in text.splitlines() if line.strip().startswith("add_header"))
+
+
+def test_frontend_serves_the_content_security_policy(default: Rendered, renderer: Renderer) -> None:
+    # The image's nginx includes the policy from the folder the chart mounts its ConfigMap on.
+    server = (REPO / "frontend" / "nginx.conf").read_text()
+    assert server.count("include /etc/nginx/stacgis/csp.conf;") == 2
+    deployment = default.get("Deployment", name_of("frontend"))
+    spec = deployment["spec"]["template"]["spec"]
+    (mount,) = [m for m in spec["containers"][0]["volumeMounts"] if m["name"] == "csp"]
+    assert mount["mountPath"] == "/etc/nginx/stacgis"
+    (volume,) = [v for v in spec["volumes"] if v["name"] == "csp"]
+    config = default.get("ConfigMap", volume["configMap"]["name"])["data"]["csp.conf"]
+    # Without extra style hosts the chart's policy is the image's own (frontend/csp.conf).
+    assert _csp_line(config) == _csp_line((REPO / "frontend" / "csp.conf").read_text())
+
+    hosts = ["tiles.example.org", "*.maptiler.com"]
+    rendered = renderer.render({"orchestrator": {"mapStyleHosts": hosts}})
+    config = rendered.get("ConfigMap", f"{name_of('frontend')}-csp")["data"]["csp.conf"]
+    directives = dict(d.strip().split(" ", 1) for d in _csp_line(config).split('"')[1].split(";"))
+    assert directives["img-src"].split()[-2:] == hosts
+    assert directives["connect-src"] == "'self' " + " ".join(hosts)
+    assert directives["script-src"] == "'self'"
+    assert json.loads(_config(rendered, "agent-orchestrator")["ORCHESTRATOR_MAP_STYLE_HOSTS"]) == hosts
+    # A policy change rolls the frontend pods.
+    before = deployment["spec"]["template"]["metadata"]["annotations"]["checksum/config"]
+    after = rendered.get("Deployment", name_of("frontend"))["spec"]["template"]["metadata"]["annotations"]
+    assert after["checksum/config"] != before
 
 
 def test_tiles_advertise_the_public_https_url(prod: Rendered) -> None:

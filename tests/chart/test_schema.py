@@ -37,6 +37,10 @@ BAD_VALUES: dict[str, tuple[dict[str, Any], str]] = {
     "LLM URL without scheme": ({"llm": {"baseUrl": "ollama:11434"}}, "baseUrl"),
     "unknown log level": ({"logLevel": "verbose"}, "logLevel"),
     "network peer with unknown selector": ({"networkPolicy": {"dnsPeers": [{"nodeSelector": {}}]}}, "nodeSelector"),
+    "map style host that breaks out of the policy": (
+        {"orchestrator": {"mapStyleHosts": ["evil.example; script-src *"]}},
+        "mapStyleHosts",
+    ),
     "embedding dimension zero": ({"embeddings": {"dimension": 0}}, "dimension"),
     "short internal token secret": ({"secrets": {"internalTokenSecret": "hunter2"}}, "internalTokenSecret"),
     "development cookie secret": (

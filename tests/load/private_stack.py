@@ -441,6 +441,7 @@ class PrivateStack:
             "LOCAL": folder,
             "DIST": dist,
             "MIME_TYPES": "/etc/nginx/mime.types",
+            "CSP": REPO_ROOT / "frontend" / "csp.conf",
         }
         config = re.sub(r"\{\{([A-Z_]+)\}\}", lambda m: str(paths[m.group(1)]), NGINX_TEMPLATE.read_text())
         assert self.ingress_port is not None

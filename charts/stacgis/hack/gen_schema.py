@@ -191,6 +191,7 @@ CONSTRAINTS: dict[str, Schema] = {
     "*.sessionTtlSeconds": {"minimum": 60},
     "*.maxSteps": {"minimum": 1},
     "*.toolTopK": {"minimum": 1},
+    "orchestrator.mapStyleHosts": {"items": {"type": "string", "pattern": r"^(\*\.)?[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]+)?$"}},
     "*.tmpSizeLimit": {"pattern": QUANTITY},
     "*.size": {"pattern": QUANTITY},
     "*.runAsUser": {"minimum": 1},

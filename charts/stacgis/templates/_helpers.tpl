@@ -368,6 +368,7 @@ values first, then the service's `config` map on top. Args: (list $ key)
 {{- $_ := set $d "MAX_STEPS" $svc.maxSteps -}}
 {{- $_ := set $d "TOOL_TOP_K" $svc.toolTopK -}}
 {{- $_ := set $d "APPROVAL_TOOLS" $svc.approvalTools -}}
+{{- $_ := set $d "MAP_STYLE_HOSTS" $svc.mapStyleHosts -}}
 {{- $servers := dict -}}
 {{- range $name, $k := dict "raster" "rasterTools" "vector" "vectorTools" "knowledge" "knowledgeTools" "memory" "memoryTools" -}}
 {{- $_ := set $servers $name (printf "%s/mcp" (include "stacgis.serviceUrl" (list $root $k))) -}}
@@ -461,4 +462,11 @@ pre-install,pre-upgrade
 {{- else -}}
 post-install,pre-upgrade
 {{- end -}}
+{{- end -}}
+
+{{/* The frontend's Content-Security-Policy: frontend/csp.conf's policy plus orchestrator.mapStyleHosts in img-src and connect-src. */}}
+{{- define "stacgis.contentSecurityPolicy" -}}
+{{- $hosts := join " " .Values.orchestrator.mapStyleHosts -}}
+{{- $extra := ternary (printf " %s" $hosts) "" (gt (len $hosts) 0) -}}
+default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:{{ $extra }}; font-src 'self' data:; connect-src 'self'{{ $extra }}; worker-src 'self' blob:; child-src 'self' blob:; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'
 {{- end -}}
