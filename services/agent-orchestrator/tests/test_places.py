@@ -199,6 +199,38 @@ async def test_a_place_named_only_in_the_collection_id_is_dropped_with_the_box_t
 
 
 @pytest.mark.asyncio
+async def test_a_city_given_to_an_area_statistic_over_time_runs_as_its_series(
+    places_orch: RunningService, placed_raster: RunningService, model_url: str
+) -> None:
+    # "The wettest month of 2016 in Nairobi": one mean over time of a circle around the city cannot
+    # answer it; the months at the city can.
+    asked = {"collection_id": "global-precipitation-2016", "place": "Nairobi", "datetime": "2016"}
+    events = await one_call(places_orch, model_url, "wettest month 2016 in Nairobi", "get_raster_statistics", asked)
+    start = payload(events, "tool_start")
+    assert start["toolName"] == "get_timeseries"
+    assert start["arguments"] == {
+        "collection_id": "global-precipitation-2016",
+        "place": "Nairobi",
+        "start": "2016-01",
+        "end": "2016-12",
+    }
+    error, direct = await call_tool(placed_raster.url, "get_timeseries", start["arguments"])
+    assert not error, direct
+    assert json.loads(payload(events, "tool_result")["result"]) == direct
+    assert direct["place"]["ref"].startswith("cities/")
+
+    # Not for a country (an area), one month (one time step), or a collection without time steps.
+    kept = [
+        {"collection_id": "global-precipitation-2016", "place": "Kenya", "datetime": "2016"},
+        {"collection_id": "global-precipitation-2016", "place": "Nairobi", "datetime": "2016-03"},
+        {"collection_id": "global-land-mask", "place": "Nairobi"},
+    ]
+    for arguments in kept:
+        events = await one_call(places_orch, model_url, "statistics please", "compute_zonal_stats", arguments)
+        assert payload(events, "tool_start")["toolName"] == "compute_zonal_stats", arguments
+
+
+@pytest.mark.asyncio
 @pytest.mark.parametrize(
     ("place", "fragments"),
     [("Fuzhou", ["cities/1810820", "cities/1810821"]), ("Atlantis Qwertyville", ["no country, city"])],

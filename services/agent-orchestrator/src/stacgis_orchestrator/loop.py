@@ -652,6 +652,7 @@ class AgentRun:
             self.deps.pool,
             self._headers,
             self.run.message,
+            self._time_resolved,
         )
         self.step_failures = []
         self.step_failed_calls = []
@@ -739,6 +740,10 @@ class AgentRun:
                 metrics.PREMISE_GAPS.labels("call").inc()
                 prepared.error, prepared.error_kind = f"Invalid arguments for {call.name}: {gap}", "invalid_arguments"
         return prepared
+
+    def _time_resolved(self, collection_id: str) -> bool:
+        collection = self.catalog.collections.get(collection_id)
+        return collection is not None and collection.years is not None
 
     def _misnamed(self, call: ToolCall, offered: list[ToolSpec]) -> ToolCall:
         """A misremembered tool name runs as the tool its arguments fit (`calls.renamed`)."""

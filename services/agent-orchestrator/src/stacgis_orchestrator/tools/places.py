@@ -13,6 +13,10 @@
 - A place the question names only inside the collection id ("the highest elevation in the
   luxembourg-dem collection" called with `place: "Luxembourg"`) is dropped, with a box the model
   made up beside it: the question is about the whole collection, not the country.
+- A city (a point) given to an area statistic (get_raster_statistics, compute_zonal_stats) of a
+  time-resolved collection over several time steps runs as get_timeseries at the city: "the highest
+  monthly temperature of 1999 in Knoxville" needs the months at Knoxville, not one mean over time of
+  a circle around it.
 - The place name of a map tool (zoom_to_location, visualize_collection) is resolved by vector-tools'
   `resolve_place` over MCP (with the run's headers, like any tool call): the browser gets plain
   coordinates, so it needs no resolver of its own.
@@ -46,6 +50,10 @@ POINT_ZOOM = 10
 AREA_TYPES = frozenset({"Polygon", "MultiPolygon"})
 # What to do instead, in the error: the model asked for a selection it made up, not the user.
 NO_USER_SHAPE = "name the place instead (e.g. place: 'Luxembourg'), or leave place out"
+# Area statistics that a city's place turns into its series, and the tool that gives the series.
+AREA_STAT_TOOLS = frozenset({"get_raster_statistics", "compute_zonal_stats"})
+SERIES_TOOL = "get_timeseries"
+_YEAR_ONLY = re.compile(r"^\d{4}$")
 # Arguments that locate a call by numbers.
 COORDINATE_KEYS = ("lon", "lat", "bbox", "points")
 
@@ -217,6 +225,52 @@ def _named_only_in_collection_id(name: str, arguments: Mapping[str, Any], questi
     return standalone.search(question.lower()) is None
 
 
+def _series_window(datetime: Any) -> dict[str, str] | None:
+    """get_timeseries' start/end for an area statistic's datetime that spans several time steps (none,
+    a year, a range); None for one month or day."""
+    if datetime is None or datetime == "":
+        return {}
+    if not isinstance(datetime, str):
+        return None
+    text = datetime.strip()
+    if _YEAR_ONLY.match(text):
+        return {"start": f"{text}-01", "end": f"{text}-12"}
+    start, sep, end = text.partition("/")
+    if not sep:
+        return None
+    return {key: value for key, value in (("start", start), ("end", end)) if value not in ("", "..")}
+
+
+async def _city_series(
+    call: ToolCall,
+    place: str,
+    catalog: ToolCatalog,
+    pool: ToolPool,
+    headers: Callable[[], Mapping[str, str]],
+    time_resolved: Callable[[str], bool],
+) -> ToolCall | None:
+    """The area statistic of a city as get_timeseries at the city (module docstring), or None."""
+    arguments = call.arguments
+    collection = arguments.get("collection_id")
+    if call.name not in AREA_STAT_TOOLS or catalog.get(SERIES_TOOL) is None or "geometry" in arguments:
+        return None
+    if "bbox" in arguments or not isinstance(collection, str) or not time_resolved(collection):
+        return None
+    window = _series_window(arguments.get("datetime"))
+    if window is None:
+        return None
+    try:
+        resolved = await resolve_place(place, pool, headers)
+    except PlaceError:
+        return None  # the area tool's own server reports it
+    if not isinstance(resolved.get("point"), list):
+        return None
+    series = {"collection_id": collection, "place": place, **window}
+    if arguments.get("band") is not None:
+        series["band"] = arguments["band"]
+    return ToolCall(call.id, SERIES_TOOL, series)
+
+
 def _user_shape_missing(name: str, spatial: SpatialInput) -> bool:
     if name in SELECTION_NAMES:
         return not spatial.selected_feature
@@ -230,6 +284,7 @@ async def _settle(
     pool: ToolPool,
     headers: Callable[[], Mapping[str, str]],
     question: str,
+    time_resolved: Callable[[str], bool],
 ) -> ToolCall:
     tool = catalog.get(call.name)
     place = call.arguments.get("place") if call.arguments_error is None else None
@@ -252,7 +307,8 @@ async def _settle(
         elif tool.name in VIEW_TOOLS:
             arguments = await _view_arguments(call.arguments, place, pool, headers)
         else:
-            return call  # a name or ref: the tool's server resolves it
+            # A name or ref: the tool's server resolves it.
+            return await _city_series(call, place, catalog, pool, headers, time_resolved) or call
     except PlaceError as error:
         return ToolCall(call.id, call.name, call.arguments, arguments_error=str(error))
     return ToolCall(call.id, call.name, arguments)
@@ -265,7 +321,9 @@ async def settle_places(
     pool: ToolPool,
     headers: Callable[[], Mapping[str, str]],
     question: str,
+    time_resolved: Callable[[str], bool] = lambda _collection: False,
 ) -> list[ToolCall]:
     """The calls with their `place` arguments settled (same ids, same order); a place that cannot be
-    settled turns its call into an invalid one whose error the model reads."""
-    return [await _settle(call, catalog, spatial, pool, headers, question) for call in calls]
+    settled turns its call into an invalid one whose error the model reads. `time_resolved` tells
+    which collections have time steps (for a city's series)."""
+    return [await _settle(call, catalog, spatial, pool, headers, question, time_resolved) for call in calls]
