@@ -24,7 +24,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .config import GatewaySettings
 
-MAX_USER_ID_CHARS = 256
 ANONYMOUS_ID = re.compile(r"^anon-[0-9a-f]{32}$")
 # Printable ASCII without spaces: ids travel in tokens, logs and Redis keys.
 USER_ID = re.compile(r"^[\x21-\x7e]{1,256}$")

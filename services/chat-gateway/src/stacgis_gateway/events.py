@@ -33,7 +33,6 @@ _SNAKE = {
     "approval_required": "approvalRequired",
     "frontend_tool": "frontendTool",
 }
-EVENT_NAMES = frozenset(PAYLOADS.values())
 TERMINAL = frozenset({"done", "error"})
 
 

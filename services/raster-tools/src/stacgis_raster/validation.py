@@ -203,11 +203,3 @@ def parse_interval(value: Any, argument: str = "datetime") -> TimeInterval | Non
     if start is not None and end is not None and start > end:
         raise ArgumentError(argument, f"the interval starts after it ends ({text})")
     return TimeInterval(start, end, text)
-
-
-def check_positive_int(value: Any, argument: str, *, maximum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ArgumentError(argument, "expected an integer")
-    if not 1 <= value <= maximum:
-        raise ArgumentError(argument, f"must be between 1 and {maximum}, got {value}")
-    return value

@@ -27,8 +27,6 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 log = logging.getLogger(__name__)
 
 ErrorKind = Literal["unavailable", "timeout", "rejected_token", "protocol"]
-# A modern (stateless, no handshake) protocol version, pinned after the first successful discovery.
-PINNED_PROTOCOL = MODERN_PROTOCOL_VERSIONS[-1]
 
 
 @dataclass

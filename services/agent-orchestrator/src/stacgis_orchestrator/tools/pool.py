@@ -61,9 +61,6 @@ class ServerState:
     last_error: str | None = None
 
 
-HeaderFactory = Callable[[str | None], Mapping[str, str]]
-
-
 class ToolPool:
     def __init__(self, settings: OrchestratorSettings, service_headers: Callable[[], Mapping[str, str]]) -> None:
         self.settings = settings
