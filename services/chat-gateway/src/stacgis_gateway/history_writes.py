@@ -9,7 +9,6 @@ flushed by two replicas at once, or parked after it committed but its answer was
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import time
@@ -167,5 +166,7 @@ class HistoryWriter:
     async def flush_periodically(self) -> None:
         while True:
             await asyncio.sleep(self._flush_seconds)
-            with contextlib.suppress(Exception):
+            try:
                 await self.flush()
+            except Exception:  # the next round retries; parked writes stay in Redis meanwhile
+                log.exception("flushing parked history writes failed")

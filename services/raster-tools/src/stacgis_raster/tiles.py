@@ -182,8 +182,9 @@ def _error(exc: Exception) -> JSONResponse:
         return JSONResponse({"error": str(exc), "parameter": exc.argument}, status_code=400)
     if isinstance(exc, (UpstreamError, RioTilerError, rasterio.errors.RasterioError)):
         return JSONResponse({"error": str(exc)}, status_code=502)
+    # Our own bug, not an upstream's: a 500, logged with the trace id, never disguised as a 502.
     log.exception("tile rendering failed")
-    return JSONResponse({"error": f"could not render the tile: {type(exc).__name__}"}, status_code=502)
+    return JSONResponse({"error": f"could not render the tile: {type(exc).__name__}"}, status_code=500)
 
 
 def tile_routes(service: RasterService) -> list[Route]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -85,8 +84,12 @@ def build_router(identity: Any) -> APIRouter:
                     task = holder["task"]
                     if not task.done():
                         task.cancel()
-                        with contextlib.suppress(asyncio.CancelledError, Exception):
+                        try:
                             await task
+                        except asyncio.CancelledError:
+                            pass
+                        except Exception:  # the run already failed; the caller is gone, so log it
+                            log.exception("run failed while being stopped", extra={"run_id": run_id})
                     await services.coordinator.finish_run(run_id)
 
         return EventSourceResponse(
