@@ -199,6 +199,37 @@ async def test_a_place_named_only_in_the_collection_id_is_dropped_with_the_box_t
 
 
 @pytest.mark.asyncio
+async def test_a_box_written_as_the_place_or_geometry_is_used_as_the_box(
+    places_orch: RunningService, placed_raster: RunningService, model_url: str
+) -> None:
+    # The 1.5B model, asked for "the share of the box -82, 25, -79, 28 that is land", wrote the box
+    # into place and geometry of compute_zonal_stats, which takes no bbox.
+    box = [-82, 25, -79, 28]
+    asked = {"collection_id": "global-land-mask", "place": "[-82, 25, -79, 28]", "geometry": box}
+    events = await one_call(places_orch, model_url, "land share of the box", "compute_zonal_stats", asked)
+    sent = payload(events, "tool_start")["arguments"]
+    ring = [[-82, 25], [-79, 25], [-79, 28], [-82, 28], [-82, 25]]
+    assert sent == {"collection_id": "global-land-mask", "geometry": {"type": "Polygon", "coordinates": [ring]}}
+    error, direct = await call_tool(
+        placed_raster.url, "get_raster_statistics", {"collection_id": "global-land-mask", "bbox": box}
+    )
+    assert not error, direct
+    zonal = json.loads(payload(events, "tool_result")["result"])
+    assert zonal["statistics"]["classes"] == direct["statistics"]["classes"]  # the land share of the box
+
+    # A tool with a bbox gets it there.
+    events = await one_call(
+        places_orch,
+        model_url,
+        "land share please",
+        "get_raster_statistics",
+        {"collection_id": "global-land-mask", "place": box},
+    )
+    assert payload(events, "tool_start")["arguments"] == {"collection_id": "global-land-mask", "bbox": box}
+    assert json.loads(payload(events, "tool_result")["result"])["statistics"] == direct["statistics"]
+
+
+@pytest.mark.asyncio
 async def test_a_city_given_to_an_area_statistic_over_time_runs_as_its_series(
     places_orch: RunningService, placed_raster: RunningService, model_url: str
 ) -> None:

@@ -1,10 +1,12 @@
 """The orchestrator against the product's real tool servers: raster-tools on the built demo catalog
-(schema sanitising on its real schemas, its collections in the system prompt, a real statistic) and
-memory-tools on Postgres + pgvector (long-term memories injected per user)."""
+(schema sanitising on its real schemas, its collections in the system prompt, a real statistic),
+memory-tools on Postgres + pgvector (long-term memories injected per user) and knowledge-tools with
+the repository's knowledge/ documents (searched first for a question about a concept)."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import uuid
@@ -57,10 +59,40 @@ def real_memory(pg_dsn: str, model_server: RunningService) -> Iterator[RunningSe
 
 
 @pytest.fixture(scope="module")
+def real_knowledge(pg_dsn: str, model_server: RunningService) -> Iterator[RunningService]:
+    port = free_port()
+    env = {
+        "KNOWLEDGE_PORT": str(port),
+        "KNOWLEDGE_DATABASE_URL": pg_dsn,
+        "KNOWLEDGE_EMBEDDING_BASE_URL": model_server.url,
+        "KNOWLEDGE_LOG_LEVEL": "WARNING",
+    }
+    ingest = subprocess.run(
+        [sys.executable, "-m", "stacgis_knowledge.ingest", str(REPO_ROOT / "knowledge")],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert ingest.returncode == 0, ingest.stdout[-2000:] + ingest.stderr[-2000:]
+    with run_service("stacgis_knowledge", env, port, ready_path="/readyz") as service:
+        yield service
+
+
+@pytest.fixture(scope="module")
 def real_orch(
-    model_server: RunningService, redis_url: str, real_raster: RunningService, real_memory: RunningService
+    model_server: RunningService,
+    redis_url: str,
+    real_raster: RunningService,
+    real_memory: RunningService,
+    real_knowledge: RunningService,
 ) -> Iterator[RunningService]:
-    servers = {"raster": real_raster.url + "/mcp", "memory": real_memory.url + "/mcp"}
+    servers = {
+        "raster": real_raster.url + "/mcp",
+        "memory": real_memory.url + "/mcp",
+        "knowledge": real_knowledge.url + "/mcp",
+    }
     with orchestrator(orchestrator_env(model_server.url, redis_url, servers)) as service:
         yield service
 
@@ -168,3 +200,36 @@ async def test_memories_from_real_memory_tools_are_injected_for_their_user_only(
     await run_events(real_orch.url, {"message": other}, user="erin")
     request = (await model_requests(model_url, contains=other))[0]
     assert "Dora" not in json.dumps(request["body"]["messages"])
+
+
+@pytest.mark.asyncio
+async def test_a_question_about_a_concept_is_answered_from_a_knowledge_search_made_first(
+    real_orch: RunningService, model_url: str
+) -> None:
+    tag = uuid.uuid4().hex[:8]
+    question = f"In STAC, what is an item? [{tag}]"
+    await set_rules(
+        model_url,
+        {
+            "name": "item",
+            "match": {"last_user": tag},
+            "content": "An item is {{tool:search_knowledge:results.0.chunk}}",
+        },
+    )
+    events = await run_events(real_orch.url, {"message": question}, timeout=120)
+    assert terminal(events).name == "done"
+    starts = [e.payload for e in events if e.name == "tool_start"]
+    assert [s["toolName"] for s in starts] == ["search_knowledge"]
+    assert starts[0]["arguments"]["query"] == question
+    passages = json.loads(next(e for e in events if e.name == "tool_result").payload["result"])["results"]
+    assert passages[0]["source"] == "knowledge/concepts/stac.md"
+    # The model's first request already holds the passages: it answers from the documents.
+    (first,) = await model_requests(model_url, contains=tag)
+    tool_messages = [m["content"] for m in first["body"]["messages"] if m["role"] == "tool"]
+    assert any("GeoJSON Feature" in text for text in tool_messages)
+
+    # A question about a quantity of a place is the model's to route.
+    tag = uuid.uuid4().hex[:8]
+    await set_rules(model_url, {"name": "elevation", "match": {"last_user": tag}, "content": "I need a tool."})
+    events = await run_events(real_orch.url, {"message": f"What is the mean elevation of Luxembourg? [{tag}]"})
+    assert not [e for e in events if e.name == "tool_start"]

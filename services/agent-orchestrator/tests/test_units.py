@@ -17,6 +17,7 @@ from stacgis_orchestrator.llm.text_tools import parse_json_answer, parse_tool_bl
 from stacgis_orchestrator.llm.types import Message, ModelError, TextDelta, ThinkingDelta, ToolCall
 from stacgis_orchestrator.memory import ConversationMemory, consistent_history
 from stacgis_orchestrator.prompts import parse_memories, spatial_context_message, summarize_resource
+from stacgis_orchestrator.questions import is_concept_question
 from stacgis_orchestrator.tools.breaker import CircuitBreaker
 from stacgis_orchestrator.tools.frontend import FrontendToolError, chart_config
 from stacgis_orchestrator.tools.validation import repair_arguments, validate_arguments
@@ -432,3 +433,25 @@ def test_a_place_gap_names_a_place_no_collection_of_the_variable_reaches_in_the_
     assert place_gap("Temperature in Raleigh in July 1999?", catalog, "Raleigh", raleigh) is None
     assert place_gap("The elevation of Luxembourg?", catalog, "Luxembourg", (5.7, 49.4, 6.5, 50.2)) is None
     assert place_gap("What is in Nairobi?", catalog, "Nairobi", nairobi) is None, "no variable asked"
+
+
+@pytest.mark.parametrize(
+    ("question", "concept"),
+    [
+        ("What is NDVI and which bands is it computed from?", True),
+        ("What are zonal statistics?", True),
+        ("In STAC, what is an item?", True),
+        ("What is a Cloud-Optimized GeoTIFF and why is it fast?", True),
+        ("Explain what a digital elevation model is", True),
+        ("How is NDVI computed?", True),
+        ("Who produced the 1999 monthly precipitation observations?", True),
+        ("What NDVI values does open water usually have?", True),
+        ("What is the mean elevation of Luxembourg?", False),
+        ("What is elevation in Nairobi?", False),
+        ("What is the NDVI in Luxembourg?", False),
+        ("Zoom to Nairobi", False),
+        ("Remember that I prefer metres for elevations.", False),
+    ],
+)
+def test_concept_questions_are_told_from_questions_about_data(question: str, concept: bool) -> None:
+    assert is_concept_question(question) is concept

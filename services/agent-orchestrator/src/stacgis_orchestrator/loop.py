@@ -42,6 +42,7 @@ from .prompts import (
     spatial_context_message,
     system_prompt,
 )
+from .questions import is_concept_question
 from .settings import OrchestratorSettings
 from .tools.calls import PreparedCall, prepare_call, renamed, unique_ids
 from .tools.catalog import ToolCatalog
@@ -61,6 +62,9 @@ ERROR_CODES = {
     "model_error": "model_error",
 }
 LAST_THOUGHT_CHARS = 500
+# The knowledge search made for a concept question (`questions`), and how many passages it reads.
+KNOWLEDGE_TOOL = "search_knowledge"
+KNOWLEDGE_FIRST_LIMIT = 3
 # An answer telling the user what to do, where the model should have done it.
 ADVICE = re.compile(
     r"\b(you (should|need to|can|could|may|must)|please (provide|specify|select|use|try)|try (using|again))\b",
@@ -233,6 +237,7 @@ class AgentRun:
 
     async def _steps(self) -> str:
         memory = await self._prepare_memory()
+        await self._knowledge_first(memory)
         last_thought = ""
         for step in range(1, self.run.max_steps + 1):
             await self._check_cancel()
@@ -252,13 +257,7 @@ class AgentRun:
                 last_thought = (turn.thinking or visible)[-LAST_THOUGHT_CHARS:]
                 if turn.tool_calls and not forced:
                     self.acted = True
-                    assistant = memory.add_assistant(visible, turn.tool_calls)
-                    self.new_messages.append(assistant)
-                    for result in await self._act(turn.tool_calls, offered):
-                        message, _ = memory.add_tool_result(
-                            result.tool_call_id or "", result.name or "", result.content
-                        )
-                        self.new_messages.append(message)
+                    await self._run_calls(memory, visible, turn.tool_calls, offered)
                     continue
                 if turn.tool_calls and not visible.strip():
                     # A forced step's calls are never run: ask once more, then summarise the results.
@@ -288,12 +287,7 @@ class AgentRun:
                     fix = self._advised_fix(visible)
                     if fix is not None:
                         # The advice names the one collection to use: make that call, as advised.
-                        self.new_messages.append(memory.add_assistant("", [fix]))
-                        for result in await self._act([fix], offered):
-                            message, _ = memory.add_tool_result(
-                                result.tool_call_id or "", result.name or "", result.content
-                            )
-                            self.new_messages.append(message)
+                        await self._run_calls(memory, "", [fix], offered)
                     continue
                 if not visible.strip():
                     if self.tool_texts:
@@ -309,6 +303,25 @@ class AgentRun:
                 self.new_messages.append(memory.add_assistant(visible))
                 return "step_budget" if final_step and self.acted else "completed"
         raise AssertionError("the step loop always returns")  # max_steps >= 1
+
+    async def _knowledge_first(self, memory: ConversationMemory) -> None:
+        """Search the knowledge base for a concept question before the model's first step (`questions`)."""
+        if not self.settings.knowledge_first or not is_concept_question(self.run.message):
+            return
+        if self.deps.catalog.get(KNOWLEDGE_TOOL) is None:
+            return
+        call = ToolCall(new_call_id(), KNOWLEDGE_TOOL, {"query": self.run.message, "limit": KNOWLEDGE_FIRST_LIMIT})
+        self.sink.emit(thinking=events_pb2.Thinking(text="A question about a concept: searching the knowledge base.\n"))
+        await self._run_calls(memory, "", [call], await self._offer_tools(self.run.message))
+
+    async def _run_calls(
+        self, memory: ConversationMemory, text: str, calls: list[ToolCall], offered: list[ToolSpec]
+    ) -> None:
+        """Record an assistant turn with `calls`, run them and record their results."""
+        self.new_messages.append(memory.add_assistant(text, calls))
+        for result in await self._act(calls, offered):
+            message, _ = memory.add_tool_result(result.tool_call_id or "", result.name or "", result.content)
+            self.new_messages.append(message)
 
     def _invented_numbers(self, text: str) -> list[str]:
         report = check_answer(text, self._grounding_sources(), self.run.message, self.catalog_text)

@@ -13,6 +13,8 @@
 - A place the question names only inside the collection id ("the highest elevation in the
   luxembourg-dem collection" called with `place: "Luxembourg"`) is dropped, with a box the model
   made up beside it: the question is about the whole collection, not the country.
+- A box written as the place or the geometry ("[-82, 25, -79, 28]", four numbers west, south, east,
+  north) becomes the tool's `bbox`, or for a tool without one a `geometry` polygon of the box.
 - A city (a point) given to an area statistic (get_raster_statistics, compute_zonal_stats) of a
   time-resolved collection over several time steps runs as get_timeseries at the city: "the highest
   monthly temperature of 1999 in Knoxville" needs the months at Knoxville, not one mean over time of
@@ -271,6 +273,42 @@ async def _city_series(
     return ToolCall(call.id, SERIES_TOOL, series)
 
 
+def _box(value: Any) -> list[float] | None:
+    """Four numbers west, south, east, north of a valid lon/lat box, as a list or its JSON text."""
+    if isinstance(value, str) and value.strip().startswith("["):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    if not isinstance(value, list) or len(value) != 4:
+        return None
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value):
+        return None
+    west, south, east, north = (float(v) for v in value)
+    if not (-180 <= west < east <= 180 and -90 <= south < north <= 90):
+        return None
+    return [west, south, east, north]
+
+
+def _box_as_area(tool: RegisteredTool, call: ToolCall) -> ToolCall | None:
+    """The call with a box given as its place or geometry moved to `bbox` (or a polygon), else None."""
+    boxes = {key: _box(call.arguments.get(key)) for key in ("place", "geometry")}
+    box = boxes["place"] or boxes["geometry"]
+    if box is None:
+        return None
+    properties = tool.input_schema.get("properties") or {}
+    arguments = {k: v for k, v in call.arguments.items() if boxes.get(k) is None}
+    if "bbox" in properties:
+        arguments["bbox"] = box
+    elif "geometry" in properties:
+        west, south, east, north = box
+        ring = [[west, south], [east, south], [east, north], [west, north], [west, south]]
+        arguments["geometry"] = {"type": "Polygon", "coordinates": [ring]}
+    else:
+        return None
+    return ToolCall(call.id, call.name, arguments)
+
+
 def _user_shape_missing(name: str, spatial: SpatialInput) -> bool:
     if name in SELECTION_NAMES:
         return not spatial.selected_feature
@@ -287,6 +325,10 @@ async def _settle(
     time_resolved: Callable[[str], bool],
 ) -> ToolCall:
     tool = catalog.get(call.name)
+    if tool is not None and call.arguments_error is None:
+        as_area = _box_as_area(tool, call)
+        if as_area is not None:
+            return as_area
     place = call.arguments.get("place") if call.arguments_error is None else None
     if tool is None or not isinstance(place, str) or "place" not in (tool.input_schema.get("properties") or {}):
         return call

@@ -1,0 +1,43 @@
+"""What kind of question the user asked, where the loop acts on it before the model chooses.
+
+A 1.5B model answers "What is a Cloud-Optimized GeoTIFF?" from its own memory or searches the raster
+catalogue for it; the knowledge base has the answer. A question about a concept, a definition or
+where data comes from is recognised by its form, and the loop searches the knowledge base for it
+first (`knowledge_first`), so the model answers from the documents.
+
+The forms are narrow on purpose: "What is the mean elevation of Luxembourg?" (a quantity of a place)
+is not one of them, and a wrong match costs only one knowledge search.
+"""
+
+from __future__ import annotations
+
+import re
+
+# An optional lead-in such as "In STAC, ".
+_LEAD = r"^(?:[\w\s-]{1,40},\s*)?"
+_WHAT = r"what(?:'s|\s+is|\s+are)\s+"
+# Words that tie a question to a place or a time ("What is elevation in Nairobi?"): a quantity asked.
+_WHERE_WHEN = r"(?:in|at|of|over|for|near|on|during|inside|within|around)"
+_CONCEPT = [
+    # "What is a Cloud-Optimized GeoTIFF ...", "In STAC, what is an item?"
+    re.compile(_LEAD + _WHAT + r"(?:a|an)\s+[\w\s.-]+(?:\?|$|\s+and\s)", re.I),
+    # "What is NDVI?", "What are zonal statistics and how are border cells counted?"
+    re.compile(
+        _LEAD + _WHAT + r"(?!the\b)[\w.-]+(?:\s+(?!" + _WHERE_WHEN + r"\b)[\w.-]+){0,2}"
+        r"\s*(?:\?|$|\s+and\s+(?:which|how|why|what|where))",
+        re.I,
+    ),
+    re.compile(_LEAD + r"(?:explain|define|describe\s+what)\b", re.I),
+    re.compile(_LEAD + r"what\s+does\s+[\w\s.-]+\s+mean\b", re.I),
+    re.compile(r"\bhow\s+(?:does|do|is|are)\s+[\w\s.-]+\s+(?:work|computed|calculated|measured|made|counted)\b", re.I),
+    re.compile(_LEAD + r"why\s+(?:is|are|do|does)\b", re.I),
+    re.compile(_LEAD + r"who\s+(?:produced|made|created|publishes|published|maintains|provides|collected)\b", re.I),
+    # "What NDVI values does open water usually have?": what things are like in general.
+    re.compile(r"\b(?:usually|typically|in general|generally)\b", re.I),
+]
+
+
+def is_concept_question(text: str) -> bool:
+    """Whether the question asks about a concept, a definition or a dataset's origin (module docstring)."""
+    question = " ".join(text.split())
+    return any(pattern.search(question) for pattern in _CONCEPT)
