@@ -712,3 +712,26 @@ async def test_with_place_names_off_the_model_sees_no_place_argument_and_is_told
     system = [request["body"]["messages"][0]["content"] for request in (hidden, shown)]
     assert PLACE_BY_LOOKUP in system[0] and PLACE_BY_NAME not in system[0]
     assert PLACE_BY_NAME in system[1] and PLACE_BY_LOOKUP not in system[1]
+
+
+@pytest.mark.asyncio
+async def test_a_model_caught_repeating_itself_is_stopped_and_the_answer_keeps_one_copy(orch, model_url) -> None:
+    first = "Zonal statistics summarise a raster inside a polygon."
+    loop = " Border cells count by the share of the cell the polygon covers."
+    # 200 copies at 40 characters every 20 ms: about 6 s of looping if nobody stops it.
+    await set_rules(
+        model_url,
+        {
+            "name": "loop",
+            "match": {"last_user": "border cells looping"},
+            "content": first + loop * 200,
+            "chunk_chars": 40,
+            "delay_ms": 20,
+        },
+    )
+    events = await run_events(orch.url, {"message": unique("How are border cells counted? border cells looping")})
+    done = terminal(events).proto.done
+    assert done.content.startswith(first) and done.content.count("Border cells") == 1
+    assert done.finish_reason == "completed"
+    (request,) = await model_requests(model_url, contains="border cells looping")
+    assert request["outcome"] == "client_disconnected", "the model's stream was closed, not read to the end"

@@ -11,6 +11,7 @@ import pytest
 
 from stacgis_orchestrator.context_window import estimate_tokens, fit_to_context
 from stacgis_orchestrator.llm.errors import model_http_error
+from stacgis_orchestrator.llm.repetition import RepetitionGuard, without_repetition
 from stacgis_orchestrator.llm.schema import sanitize_schema, schema_problems
 from stacgis_orchestrator.llm.stream_filter import ContentFilter
 from stacgis_orchestrator.llm.text_tools import parse_json_answer, parse_tool_blocks
@@ -455,3 +456,16 @@ def test_a_place_gap_names_a_place_no_collection_of_the_variable_reaches_in_the_
 )
 def test_concept_questions_are_told_from_questions_about_data(question: str, concept: bool) -> None:
     assert is_concept_question(question) is concept
+
+
+def test_only_a_passage_repeated_at_the_end_is_cut() -> None:
+    months = "\n".join(f"- {m} 1999: {v} mm" for m, v in [("January", 91.5), ("February", 80.2), ("March", 120.0)])
+    table = "| month | mm |\n|---|---|\n" + "| July | 120.5 |\n" * 2
+    for text in (months, table, "Yes. " * 3, "The mean is 348 m."):
+        assert without_repetition(text) == text
+        guard = RepetitionGuard()
+        assert not any(guard.feed(text[i : i + 7]) for i in range(0, len(text), 7))
+    looping = "The highest month was July. " + "It rained 120 mm in July 1999 in Asheville. " * 6
+    assert without_repetition(looping).count("120 mm") == 1
+    guard = RepetitionGuard()
+    assert any(guard.feed(looping[i : i + 7]) for i in range(0, len(looping), 7))

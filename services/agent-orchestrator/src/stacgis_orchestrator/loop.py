@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import re
@@ -25,6 +26,7 @@ from .coordination import Decision
 from .events import EventSink, message_to_proto, struct
 from .grounding import GroundingReport, ToolResultText, check_answer
 from .llm.base import ChatProvider
+from .llm.repetition import RepetitionGuard, without_repetition
 from .llm.stream_filter import ContentFilter
 from .llm.text_tools import describe_tools_for_prompt, parse_json_answer, parse_tool_blocks
 from .llm.types import Message, ModelError, ModelTurn, TextDelta, ThinkingDelta, ToolCall, ToolSpec, new_call_id
@@ -578,22 +580,30 @@ class AgentRun:
                 "stacgis.tools_offered": len(offered),
             },
         ) as span:
+            guard = RepetitionGuard()
             try:
-                async for event in provider.stream(messages, native, self.run.model, self.settings.llm_think):
-                    if first_token is None:
-                        first_token = time.perf_counter()
-                        metrics.TIME_TO_FIRST_TOKEN.labels(*labels).observe(first_token - started)
-                    if isinstance(event, ThinkingDelta):
-                        self.sink.emit(thinking=events_pb2.Thinking(text=event.text))
-                    elif isinstance(event, TextDelta):
-                        self._emit_filtered(content_filter.feed(event.text))
-                    else:
-                        turn = event
+                stream = provider.stream(messages, native, self.run.model, self.settings.llm_think)
+                async with contextlib.aclosing(stream):
+                    async for event in stream:
+                        if first_token is None:
+                            first_token = time.perf_counter()
+                            metrics.TIME_TO_FIRST_TOKEN.labels(*labels).observe(first_token - started)
+                        if isinstance(event, ThinkingDelta):
+                            self.sink.emit(thinking=events_pb2.Thinking(text=event.text))
+                        elif isinstance(event, TextDelta):
+                            self._emit_filtered(content_filter.feed(event.text))
+                            if guard.feed(event.text):
+                                break  # closing the stream stops the model server's generation
+                        else:
+                            turn = event
             except ModelError as error:
                 metrics.MODEL_DURATION.labels(*labels, error.code).observe(time.perf_counter() - started)
                 span.set_status(Status(StatusCode.ERROR, error.message))
                 span.set_attribute("error.type", error.code)
                 raise
+            if guard.tripped:
+                metrics.REPETITIONS_STOPPED.inc()
+                turn = ModelTurn(content="", thinking="", tool_calls=[], finish_reason="repetition")
             if turn is None:
                 raise ModelError("model_error", "the model stream ended without a final message")
             self._emit_filtered(content_filter.finish())
@@ -619,15 +629,18 @@ class AgentRun:
                 span.set_attribute("gen_ai.usage.output_tokens", turn.output_tokens)
             span.set_attribute("gen_ai.response.finish_reasons", [turn.finish_reason])
             thinking = turn.thinking + "".join(content_filter.thinking)
+            answer = content_filter.answer
+            if guard.tripped:
+                answer = self._replace_draft(without_repetition(answer), "the model repeated itself; stopped")
             final = ModelTurn(
-                content=content_filter.answer,
+                content=answer,
                 thinking=thinking,
                 tool_calls=calls,
                 input_tokens=turn.input_tokens,
                 output_tokens=turn.output_tokens,
                 finish_reason=turn.finish_reason,
             )
-            return final, content_filter.answer
+            return final, answer
 
     def _emit_filtered(self, deltas: list[ThinkingDelta | TextDelta]) -> None:
         for delta in deltas:

@@ -36,6 +36,9 @@ RUNS = Counter("stacgis_agent_runs_total", "Finished runs by outcome", ["outcome
 DRAFTS_WITHDRAWN = Counter(
     "stacgis_answers_withdrawn", "Draft answers withdrawn for quoting numbers no tool result gave"
 )
+REPETITIONS_STOPPED = Counter(
+    "stacgis_model_repetitions_stopped", "Model streams stopped because the answer repeated one passage"
+)
 PREMISE_GAPS = Counter(
     "stacgis_premise_gaps",
     "Answers or calls whose data did not cover the question (kind: variable, period, place, call)",

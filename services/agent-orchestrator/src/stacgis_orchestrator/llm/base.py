@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Protocol
 
 from .types import Message, StreamEvent, ToolSpec
@@ -14,7 +14,7 @@ class ChatProvider(Protocol):
 
     def stream(
         self, messages: list[Message], tools: list[ToolSpec], model: str, think: bool | None
-    ) -> AsyncIterator[StreamEvent]:
+    ) -> AsyncGenerator[StreamEvent, None]:
         """Stream raw deltas (content may still hold <think> tags), then one ModelTurn."""
         ...
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import httpx
@@ -124,7 +124,7 @@ class OllamaProvider:
 
     async def stream(
         self, messages: list[Message], tools: list[ToolSpec], model: str, think: bool | None
-    ) -> AsyncIterator[StreamEvent]:
+    ) -> AsyncGenerator[StreamEvent, None]:
         body = self._body(messages, tools, model, think)
         content: list[str] = []
         thinking: list[str] = []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,7 +100,7 @@ class OpenAIProvider:
 
     async def stream(
         self, messages: list[Message], tools: list[ToolSpec], model: str, think: bool | None
-    ) -> AsyncIterator[StreamEvent]:
+    ) -> AsyncGenerator[StreamEvent, None]:
         body: dict[str, Any] = {
             "model": model,
             "messages": format_messages(messages),
