@@ -233,3 +233,28 @@ async def test_a_question_about_a_concept_is_answered_from_a_knowledge_search_ma
     await set_rules(model_url, {"name": "elevation", "match": {"last_user": tag}, "content": "I need a tool."})
     events = await run_events(real_orch.url, {"message": f"What is the mean elevation of Luxembourg? [{tag}]"})
     assert not [e for e in events if e.name == "tool_start"]
+
+
+@pytest.mark.asyncio
+async def test_a_request_to_remember_is_saved_for_its_user_before_the_model_answers(
+    real_orch: RunningService, real_memory: RunningService, model_url: str
+) -> None:
+    tag = uuid.uuid4().hex[:8]
+    await set_rules(model_url, {"name": "noted", "match": {"last_user": tag}, "content": "Noted."})
+    message = f"Please remember that my study area is the Jacksboro fault {tag}."
+    events = await run_events(real_orch.url, {"message": message}, user="fritz")
+    assert terminal(events).name == "done"
+    (start,) = [e.payload for e in events if e.name == "tool_start"]
+    assert start["toolName"] == "add_memory"
+    assert start["arguments"] == {"content": f"My study area is the Jacksboro fault {tag}", "kind": "fact"}
+    async with mcp_client(real_memory.url + "/mcp", token_for("fritz")) as session:
+        found = await session.call_tool("search_memories", {"query": "study area"})
+    assert f"Jacksboro fault {tag}" in found.content[0].text
+    async with mcp_client(real_memory.url + "/mcp", token_for("gina")) as session:
+        other = await session.call_tool("search_memories", {"query": "study area"})
+    assert tag not in other.content[0].text
+
+    # Asking about a memory is not a request to save one.
+    await set_rules(model_url, {"name": "recall", "match": {"last_user": "Do you remember"}, "content": "Yes."})
+    events = await run_events(real_orch.url, {"message": f"Do you remember my study area? {tag}"}, user="fritz")
+    assert not [e for e in events if e.name == "tool_start"]

@@ -18,7 +18,7 @@ from stacgis_orchestrator.llm.text_tools import parse_json_answer, parse_tool_bl
 from stacgis_orchestrator.llm.types import Message, ModelError, TextDelta, ThinkingDelta, ToolCall
 from stacgis_orchestrator.memory import ConversationMemory, consistent_history
 from stacgis_orchestrator.prompts import parse_memories, spatial_context_message, summarize_resource
-from stacgis_orchestrator.questions import is_concept_question
+from stacgis_orchestrator.questions import is_concept_question, memory_note
 from stacgis_orchestrator.tools.breaker import CircuitBreaker
 from stacgis_orchestrator.tools.frontend import FrontendToolError, chart_config
 from stacgis_orchestrator.tools.validation import repair_arguments, validate_arguments
@@ -469,3 +469,18 @@ def test_only_a_passage_repeated_at_the_end_is_cut() -> None:
     assert without_repetition(looping).count("120 mm") == 1
     guard = RepetitionGuard()
     assert any(guard.feed(looping[i : i + 7]) for i in range(0, len(looping), 7))
+
+
+@pytest.mark.parametrize(
+    ("message", "note"),
+    [
+        ("Remember that I prefer metres for elevations.", ("I prefer metres for elevations", "preference")),
+        ("Note for later: I work on rainfall in North Carolina.", ("I work on rainfall in North Carolina", "note")),
+        ("Remember that my home city is Nairobi and tell me its elevation", ("My home city is Nairobi", "fact")),
+        ("Do you remember my home city?", None),
+        ("Remember what my study area is?", None),
+        ("What is the mean elevation of Luxembourg?", None),
+    ],
+)
+def test_requests_to_remember_give_the_note_to_save(message: str, note: tuple[str, str] | None) -> None:
+    assert memory_note(message) == note

@@ -44,7 +44,7 @@ from .prompts import (
     spatial_context_message,
     system_prompt,
 )
-from .questions import is_concept_question
+from .questions import is_concept_question, memory_note
 from .settings import OrchestratorSettings
 from .tools.calls import PreparedCall, prepare_call, renamed, unique_ids
 from .tools.catalog import ToolCatalog
@@ -64,9 +64,10 @@ ERROR_CODES = {
     "model_error": "model_error",
 }
 LAST_THOUGHT_CHARS = 500
-# The knowledge search made for a concept question (`questions`), and how many passages it reads.
+# The orchestrator's own first calls (`questions`), and how many passages a knowledge search reads.
 KNOWLEDGE_TOOL = "search_knowledge"
 KNOWLEDGE_FIRST_LIMIT = 3
+MEMORY_TOOL = "add_memory"
 # An answer telling the user what to do, where the model should have done it.
 ADVICE = re.compile(
     r"\b(you (should|need to|can|could|may|must)|please (provide|specify|select|use|try)|try (using|again))\b",
@@ -239,7 +240,7 @@ class AgentRun:
 
     async def _steps(self) -> str:
         memory = await self._prepare_memory()
-        await self._knowledge_first(memory)
+        await self._first_call(memory)
         last_thought = ""
         for step in range(1, self.run.max_steps + 1):
             await self._check_cancel()
@@ -306,14 +307,23 @@ class AgentRun:
                 return "step_budget" if final_step and self.acted else "completed"
         raise AssertionError("the step loop always returns")  # max_steps >= 1
 
-    async def _knowledge_first(self, memory: ConversationMemory) -> None:
-        """Search the knowledge base for a concept question before the model's first step (`questions`)."""
-        if not self.settings.knowledge_first or not is_concept_question(self.run.message):
+    async def _first_call(self, memory: ConversationMemory) -> None:
+        """The call a concept question or a request to remember starts with (`questions`)."""
+        if not self.settings.first_calls:
             return
-        if self.deps.catalog.get(KNOWLEDGE_TOOL) is None:
+        note = memory_note(self.run.message)
+        arguments: dict[str, Any]
+        if note is not None:
+            tool, arguments, why = MEMORY_TOOL, {"content": note[0], "kind": note[1]}, "A note to remember: saving it."
+        elif is_concept_question(self.run.message):
+            tool, arguments = KNOWLEDGE_TOOL, {"query": self.run.message, "limit": KNOWLEDGE_FIRST_LIMIT}
+            why = "A question about a concept: searching the knowledge base."
+        else:
             return
-        call = ToolCall(new_call_id(), KNOWLEDGE_TOOL, {"query": self.run.message, "limit": KNOWLEDGE_FIRST_LIMIT})
-        self.sink.emit(thinking=events_pb2.Thinking(text="A question about a concept: searching the knowledge base.\n"))
+        if self.deps.catalog.get(tool) is None:
+            return
+        self.sink.emit(thinking=events_pb2.Thinking(text=why + "\n"))
+        call = ToolCall(new_call_id(), tool, arguments)
         await self._run_calls(memory, "", [call], await self._offer_tools(self.run.message))
 
     async def _run_calls(

@@ -1,9 +1,11 @@
-"""What kind of question the user asked, where the loop acts on it before the model chooses.
+"""What kind of message the user sent, where the loop acts on it before the model chooses.
 
 A 1.5B model answers "What is a Cloud-Optimized GeoTIFF?" from its own memory or searches the raster
 catalogue for it; the knowledge base has the answer. A question about a concept, a definition or
 where data comes from is recognised by its form, and the loop searches the knowledge base for it
-first (`knowledge_first`), so the model answers from the documents.
+first (`knowledge_first`), so the model answers from the documents. Likewise "Remember that ..." and
+"Note for later: ..." are saved as the user wrote them before the model answers (`memory_note`):
+the model sometimes answered "Noted!" without saving anything.
 
 The forms are narrow on purpose: "What is the mean elevation of Luxembourg?" (a quantity of a place)
 is not one of them, and a wrong match costs only one knowledge search.
@@ -41,3 +43,28 @@ def is_concept_question(text: str) -> bool:
     """Whether the question asks about a concept, a definition or a dataset's origin (module docstring)."""
     question = " ".join(text.split())
     return any(pattern.search(question) for pattern in _CONCEPT)
+
+
+# "Please remember that ...", "Note for later: ...", "Keep in mind that ...", "Don't forget: ..."
+_REMEMBER = re.compile(
+    r"^(?:please\s+|ok(?:ay)?,?\s+|also,?\s+)?"
+    r"(?:remember|note(?:\s+this)?\s+for\s+later|make\s+a\s+note|keep\s+in\s+mind|don'?t\s+forget)"
+    r"(?:\s+that)?\s*[:,-]?\s+(?P<note>\S.{2,})$",
+    re.I,
+)
+# "... and tell me its mean elevation": the request that follows is not part of what to remember.
+_FOLLOW_UP = re.compile(r"[,;]?\s+(?:and|then)\s+(?:tell|show|give|compute|find|what|how|zoom|display|map)\b", re.I)
+_PREFERENCE = re.compile(r"\b(?:prefer|preferred|like|rather)\b", re.I)
+
+
+def memory_note(text: str) -> tuple[str, str] | None:
+    """(content, kind) to save for an explicit request to remember something, else None."""
+    match = _REMEMBER.match(" ".join(text.split()))
+    if match is None:
+        return None
+    note = _FOLLOW_UP.split(match.group("note"))[0].rstrip(" .!")
+    if note.endswith("?"):
+        return None  # "Remember what my study area is?": a question, not something to save
+    note = note[0].upper() + note[1:]
+    kind = "preference" if _PREFERENCE.search(note) else "note" if text.lower().lstrip().startswith("note") else "fact"
+    return note, kind

@@ -85,9 +85,9 @@ class OrchestratorSettings(ServiceSettings):
     # years outside every collection of the variable, another variable's collection) is replaced by
     # a refusal naming what is missing, or sent back once for the right collection (`premises`).
     premise_check: bool = True
-    # A question about a concept, a definition or a dataset's origin starts with a knowledge search
-    # the orchestrator makes (`questions`), so a small model answers from the documents.
-    knowledge_first: bool = True
+    # The orchestrator's own first call (`questions`): a knowledge search for a question about a
+    # concept, a definition or a dataset's origin; add_memory for "remember that ...".
+    first_calls: bool = True
     # Tools take places by name (`place: "Luxembourg"`, resolved by vector-tools). Off hides the
     # `place` argument from the model and tells it to look places up first, as before: an experiment
     # setting, to measure what naming places is worth (docs/eval.md).
