@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import pytest
 from orchestrator_helpers import (
+    Event,
     call_then_answer,
     content,
     model_requests,
@@ -46,6 +47,11 @@ from stacgis_orchestrator.prompts import (
 FORCED = "Answer my question now"
 UNGROUNDED_MARK = UNGROUNDED_DRAFT.split(":")[0]
 FAILED_MARK = FAILED_CALL.split(":")[0]
+
+
+def payload_of(events: list[Event], name: str) -> dict[str, Any]:
+    (found,) = [e.payload for e in events if e.name == name]
+    return found
 
 
 def unique(text: str) -> str:
@@ -644,28 +650,49 @@ async def test_an_answer_from_another_year_becomes_a_refusal_naming_the_year(orc
 
 
 @pytest.mark.asyncio
-async def test_a_call_on_another_variables_collection_is_refused_with_the_ones_that_hold_it(orch, model_url) -> None:
+async def test_a_call_on_another_variables_collection_runs_on_the_one_that_holds_it(orch, model_url) -> None:
     message = unique("What is the NDVI at longitude -34.85, latitude -8.0?")
+    wrong = {"name": "query_raster_point", "arguments": {"collection_id": "lux-dem", "lon": -34.85, "lat": -8.0}}
+    await set_rules(
+        model_url,
+        {"name": "wrong", "match": {"last_user": "What is the NDVI", "step": 0}, "tool_calls": [wrong]},
+        {
+            "name": "answer",
+            "match": {"last_user": "What is the NDVI", "step": 1},
+            "content": "The NDVI is {{tool:query_raster_point:value}}.",
+        },
+    )
+    events = await run_events(orch.url, {"message": message})
+    assert not [e for e in events if e.name == "tool_error"]
+    assert payload_of(events, "tool_start")["arguments"]["collection_id"] == "landsat-ndvi"
+    results = [json.loads(e.payload["result"]) for e in events if e.name == "tool_result"]
+    assert [r["collection_id"] for r in results] == ["landsat-ndvi"], "lux-dem holds no NDVI: never asked"
+    assert terminal(events).proto.done.content == f"The NDVI is {results[0]['value']}."
+
+
+@pytest.mark.asyncio
+async def test_a_call_on_another_variables_collection_is_refused_with_the_ones_that_hold_it(orch, model_url) -> None:
+    # Two variables asked, each held by another collection: which one is meant is the model's to say.
+    message = unique("What are the NDVI and the precipitation at longitude -34.85, latitude -8.0?")
     wrong = {"name": "query_raster_point", "arguments": {"collection_id": "lux-dem", "lon": -34.85, "lat": -8.0}}
     right = {"name": "query_raster_point", "arguments": {"collection_id": "landsat-ndvi", "lon": -34.85, "lat": -8.0}}
     await set_rules(
         model_url,
-        {"name": "wrong", "match": {"last_user": "What is the NDVI", "step": 0}, "tool_calls": [wrong]},
-        {"name": "right", "match": {"last_user": "What is the NDVI", "step": 1}, "tool_calls": [right]},
+        {"name": "wrong", "match": {"last_user": "What are the NDVI", "step": 0}, "tool_calls": [wrong]},
+        {"name": "right", "match": {"last_user": "What are the NDVI", "step": 1}, "tool_calls": [right]},
         {
             "name": "answer",
-            "match": {"last_user": "What is the NDVI", "step": 2},
+            "match": {"last_user": "What are the NDVI", "step": 2},
             "content": "The NDVI is {{tool:query_raster_point:value}}.",
         },
     )
     events = await run_events(orch.url, {"message": message})
     error = next(e.payload for e in events if e.name == "tool_error")
     assert error["kind"] == "invalid_arguments"
-    assert "'lux-dem' (Luxembourg elevation model) holds no ndvi data" in error["error"]
-    assert "collections with ndvi: landsat-ndvi" in error["error"]
+    assert "'lux-dem' (Luxembourg elevation model) holds no ndvi or precipitation data" in error["error"]
+    assert "landsat-ndvi" in error["error"] and "pr-1999" in error["error"]
     results = [json.loads(e.payload["result"]) for e in events if e.name == "tool_result"]
     assert [r["collection_id"] for r in results] == ["landsat-ndvi"], "the refused call never ran"
-    assert terminal(events).proto.done.content == f"The NDVI is {results[0]['value']}."
 
 
 @pytest.mark.asyncio

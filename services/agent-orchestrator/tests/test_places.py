@@ -250,6 +250,11 @@ async def test_a_city_given_to_an_area_statistic_over_time_runs_as_its_series(
     assert json.loads(payload(events, "tool_result")["result"]) == direct
     assert direct["place"]["ref"].startswith("cities/")
 
+    # A month the model chose, where the question names the year only: the year.
+    chosen = {**asked, "datetime": "2016-01"}
+    events = await one_call(places_orch, model_url, "wettest month 2016 in Nairobi", "get_raster_statistics", chosen)
+    assert payload(events, "tool_start")["arguments"] == start["arguments"]
+
     # Not for a country (an area), one month (one time step), or a collection without time steps.
     kept = [
         {"collection_id": "global-precipitation-2016", "place": "Kenya", "datetime": "2016"},

@@ -21,6 +21,7 @@ from stacgis_orchestrator.prompts import parse_memories, spatial_context_message
 from stacgis_orchestrator.questions import is_concept_question, memory_note
 from stacgis_orchestrator.tools.breaker import CircuitBreaker
 from stacgis_orchestrator.tools.frontend import FrontendToolError, chart_config
+from stacgis_orchestrator.tools.periods import settle_period
 from stacgis_orchestrator.tools.validation import repair_arguments, validate_arguments
 
 
@@ -484,3 +485,19 @@ def test_only_a_passage_repeated_at_the_end_is_cut() -> None:
 )
 def test_requests_to_remember_give_the_note_to_save(message: str, note: tuple[str, str] | None) -> None:
     assert memory_note(message) == note
+
+
+@pytest.mark.parametrize(
+    ("question", "chosen", "settled"),
+    [
+        ("What was the highest monthly mean temperature of 1999 in Knoxville?", "1999-01", "1999"),
+        ("What was the mean precipitation of 2016 over Kenya?", "2016-01-01", "2016"),
+        ("What was the mean air temperature in Asheville in July 1999?", "1999-07", "1999-07"),
+        ("Mean temperature over Tennessee in 1999-03", "1999-03", "1999-03"),
+        ("How much rain fell in summer 1999?", "1999-07", "1999-07"),
+        ("Which month of 2000 was coldest?", "1999-01", "1999-01"),
+    ],
+)
+def test_a_month_the_question_never_named_becomes_its_year(question: str, chosen: str, settled: str) -> None:
+    call = ToolCall("c1", "get_raster_statistics", {"collection_id": "x", "datetime": chosen})
+    assert settle_period(call, question).arguments == {"collection_id": "x", "datetime": settled}

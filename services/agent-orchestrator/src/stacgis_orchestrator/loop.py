@@ -32,7 +32,7 @@ from .llm.text_tools import describe_tools_for_prompt, parse_json_answer, parse_
 from .llm.types import Message, ModelError, ModelTurn, TextDelta, ThinkingDelta, ToolCall, ToolSpec, new_call_id
 from .memory import ConversationMemory, consistent_history, truncate_result
 from .prefix import all_tools, offered_specs
-from .premises import Catalog, Gap, asked_variables, call_gap, catalogue_gaps, place_gap
+from .premises import Catalog, Gap, asked_variables, call_gap, catalogue_gaps, place_gap, sole_holder
 from .prompts import (
     FAILED_CALL,
     FORCE_ANSWER,
@@ -48,6 +48,7 @@ from .questions import is_concept_question, memory_note
 from .settings import OrchestratorSettings
 from .tools.calls import PreparedCall, prepare_call, renamed, unique_ids
 from .tools.catalog import ToolCatalog
+from .tools.periods import settle_period
 from .tools.places import PlaceError, resolve_place, settle_places
 from .tools.pool import ToolPool, ToolUnavailable
 from .tools.registry import RegisteredTool
@@ -151,6 +152,7 @@ class AgentRun:
         self.data_asked = False
         # Places of this run's data calls that the question names, with what the catalogue lacks there.
         self.place_gaps: dict[str, Gap | None] = {}
+        self.place_areas: dict[str, tuple[float, float, float, float]] = {}  # places resolved for the premises
 
     # Entry point.
 
@@ -371,6 +373,7 @@ class AgentRun:
             area = (float(box[0]), float(box[1]), float(box[2]), float(box[3]))
         else:
             return
+        self.place_areas[key] = area
         self.place_gaps[key] = place_gap(self.run.message, self.catalog, str(resolved.get("name") or place), area)
 
     def _advised_fix(self, advice: str) -> ToolCall | None:
@@ -682,7 +685,7 @@ class AgentRun:
     async def _act(self, calls: list[ToolCall], offered: list[ToolSpec]) -> list[Message]:
         """Run one step's tool calls; returns their tool messages in call order."""
         calls = await settle_places(
-            [self._misnamed(call, offered) for call in calls],
+            [settle_period(self._misnamed(call, offered), self.run.message) for call in calls],
             self.deps.catalog,
             self.run.spatial,
             self.deps.pool,
@@ -693,11 +696,11 @@ class AgentRun:
         self.step_failures = []
         self.step_failed_calls = []
         results_before = len(self.tool_texts)
-        prepared = [self._prepare(call, offered) for call in calls]
         data_calls = [c for c in calls if "collection_id" in c.arguments or "collection_ids" in c.arguments]
         self.data_asked = self.data_asked or bool(data_calls)
         for call in data_calls:
             await self._check_place(call.arguments.get("place"))
+        prepared = [self._prepare(call, offered) for call in calls]
         for item in prepared:
             self._check_repeat(item)
         results: dict[str, str] = {}
@@ -774,8 +777,29 @@ class AgentRun:
             gap = call_gap(self.run.message, self.catalog, prepared.arguments.get("collection_id"))
             if gap is not None:
                 metrics.PREMISE_GAPS.labels("call").inc()
-                prepared.error, prepared.error_kind = f"Invalid arguments for {call.name}: {gap}", "invalid_arguments"
+                sole = sole_holder(self.run.message, self.catalog, self._call_area(prepared.arguments))
+                if sole is not None:
+                    # Only one collection can answer it there and then: run the call on that one.
+                    asked = prepared.arguments["collection_id"]
+                    prepared.arguments["collection_id"] = sole.id
+                    why = f"{asked} does not hold the data asked for; running {call.name} on {sole.id}"
+                    self.sink.emit(thinking=events_pb2.Thinking(text=why + ".\n"))
+                else:
+                    prepared.error = f"Invalid arguments for {call.name}: {gap}"
+                    prepared.error_kind = "invalid_arguments"
         return prepared
+
+    def _call_area(self, arguments: dict[str, Any]) -> tuple[float, float, float, float] | None:
+        """Where a call looks: its place as resolved for the premises, its point or its box."""
+        place = arguments.get("place")
+        if isinstance(place, str):
+            return self.place_areas.get(" ".join(place.lower().split()))
+        lon, lat, bbox = arguments.get("lon"), arguments.get("lat"), arguments.get("bbox")
+        if isinstance(lon, int | float) and isinstance(lat, int | float):
+            return (float(lon), float(lat), float(lon), float(lat))
+        if isinstance(bbox, list) and len(bbox) == 4 and all(isinstance(v, int | float) for v in bbox):
+            return (float(bbox[0]), float(bbox[1]), float(bbox[2]), float(bbox[3]))
+        return None
 
     def _time_resolved(self, collection_id: str) -> bool:
         collection = self.catalog.collections.get(collection_id)

@@ -268,3 +268,17 @@ def call_gap(question: str, catalog: Catalog, collection_id: object) -> str | No
         f"collection_id: '{collection.id}' ({collection.title}) holds no {words} data; "
         f"collections with {words}: {', '.join(sorted(holders))}. Call the tool again with one of them."
     )
+
+
+def sole_holder(question: str, catalog: Catalog, box: tuple[float, float, float, float] | None) -> Collection | None:
+    """The one collection that holds a variable asked for, reaches `box` (the call's place; None:
+    unknown, then every holder counts) and covers the years asked for; None when there is not
+    exactly one. A call on a collection without the variable is then run on it instead."""
+    years = asked_years(question)
+    fitting = {
+        c.id: c
+        for variable, _ in asked_variables(question)
+        for c in catalog.holders(variable)
+        if (box is None or c.reaches(box)) and (not years or any(c.covers(y) for y in years))
+    }
+    return next(iter(fitting.values())) if len(fitting) == 1 else None
