@@ -251,7 +251,7 @@ async def test_a_city_given_to_an_area_statistic_over_time_runs_as_its_series(
     assert direct["place"]["ref"].startswith("cities/")
 
     # A month the model chose, where the question names the year only: the year.
-    chosen = {**asked, "datetime": "2016-01"}
+    chosen = {**asked, "datetime": "2016-01", "bbox": [36.8, -1.3, 36.8, -1.3]}  # and a box it made up
     events = await one_call(places_orch, model_url, "wettest month 2016 in Nairobi", "get_raster_statistics", chosen)
     assert payload(events, "tool_start")["arguments"] == start["arguments"]
 

@@ -254,9 +254,10 @@ async def _city_series(
     """The area statistic of a city as get_timeseries at the city (module docstring), or None."""
     arguments = call.arguments
     collection = arguments.get("collection_id")
+    # A bbox beside the place is the model's own (one the user typed has already removed the place).
     if call.name not in AREA_STAT_TOOLS or catalog.get(SERIES_TOOL) is None or "geometry" in arguments:
         return None
-    if "bbox" in arguments or not isinstance(collection, str) or not time_resolved(collection):
+    if not isinstance(collection, str) or not time_resolved(collection):
         return None
     window = _series_window(arguments.get("datetime"))
     if window is None:
