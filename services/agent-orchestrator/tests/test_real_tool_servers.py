@@ -258,3 +258,25 @@ async def test_a_request_to_remember_is_saved_for_its_user_before_the_model_answ
     await set_rules(model_url, {"name": "recall", "match": {"last_user": "Do you remember"}, "content": "Yes."})
     events = await run_events(real_orch.url, {"message": f"Do you remember my study area? {tag}"}, user="fritz")
     assert not [e for e in events if e.name == "tool_start"]
+
+
+@pytest.mark.asyncio
+async def test_a_place_the_user_defined_in_a_memory_is_used_by_its_name(
+    real_orch: RunningService, real_memory: RunningService, model_url: str
+) -> None:
+    async with mcp_client(real_memory.url + "/mcp", token_for("hana")) as session:
+        saved = await session.call_tool("add_memory", {"content": "My study area is Luxembourg", "kind": "fact"})
+        assert not saved.is_error, saved.content
+    tag = uuid.uuid4().hex[:8]
+    call = {"name": "get_raster_statistics", "arguments": {"collection_id": "luxembourg-dem", "place": "study area"}}
+    await set_rules(
+        model_url,
+        {"name": "call", "match": {"last_user": tag, "step": 0}, "tool_calls": [call]},
+        {"name": "answer", "match": {"last_user": tag, "step": 1}, "content": "Done."},
+    )
+    events = await run_events(real_orch.url, {"message": f"Mean elevation of my study area? {tag}"}, user="hana")
+    start = next(e.payload for e in events if e.name == "tool_start")
+    assert start["arguments"]["place"] == "Luxembourg"
+    # Another user has no such memory: the name goes to the tool as the model wrote it.
+    events = await run_events(real_orch.url, {"message": f"Mean elevation of my study area? {tag}"}, user="ivan")
+    assert next(e.payload for e in events if e.name == "tool_start")["arguments"]["place"] == "study area"

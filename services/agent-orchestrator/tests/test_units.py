@@ -22,6 +22,7 @@ from stacgis_orchestrator.questions import is_concept_question, memory_note
 from stacgis_orchestrator.tools.breaker import CircuitBreaker
 from stacgis_orchestrator.tools.frontend import FrontendToolError, chart_config
 from stacgis_orchestrator.tools.periods import settle_period
+from stacgis_orchestrator.tools.places import remembered_place
 from stacgis_orchestrator.tools.validation import repair_arguments, validate_arguments
 
 
@@ -501,3 +502,11 @@ def test_requests_to_remember_give_the_note_to_save(message: str, note: tuple[st
 def test_a_month_the_question_never_named_becomes_its_year(question: str, chosen: str, settled: str) -> None:
     call = ToolCall("c1", "get_raster_statistics", {"collection_id": "x", "datetime": chosen})
     assert settle_period(call, question).arguments == {"collection_id": "x", "datetime": settled}
+
+
+def test_a_place_named_in_a_memory_is_found_by_its_name() -> None:
+    memories = ["Prefers elevations in metres", "My study area is the Jacksboro fault", "My home city is Nairobi."]
+    assert remembered_place("study area", memories) == "Jacksboro fault"
+    assert remembered_place("my home city", memories) == "Nairobi"
+    assert remembered_place("Nairobi", memories) is None
+    assert remembered_place("farm", memories) is None

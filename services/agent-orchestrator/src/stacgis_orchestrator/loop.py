@@ -152,6 +152,7 @@ class AgentRun:
         self.data_asked = False
         # Places of this run's data calls that the question names, with what the catalogue lacks there.
         self.place_gaps: dict[str, Gap | None] = {}
+        self.memories: list[str] = []  # the user's long-term memories relevant to this message
         self.place_areas: dict[str, tuple[float, float, float, float]] = {}  # places resolved for the premises
 
     # Entry point.
@@ -419,7 +420,7 @@ class AgentRun:
     async def _prepare_memory(self) -> ConversationMemory:
         memory = ConversationMemory(self.settings.history_window, self.settings.max_tool_result_chars)
         headers = self._headers()
-        resources, memories, _ = await asyncio.gather(
+        resources, self.memories, _ = await asyncio.gather(
             self._resources(headers),
             fetch_memories(self.deps.pool, self.settings, self.run.message, headers),
             self._learn_window(),
@@ -435,7 +436,7 @@ class AgentRun:
         )
         for message in consistent_history(self.run.history):
             memory.add(message)
-        memory.add_user(run_context_message(self.run.max_steps, memories, context, [g.note for g in gaps]))
+        memory.add_user(run_context_message(self.run.max_steps, self.memories, context, [g.note for g in gaps]))
         memory.add_user(self.run.message)
         return memory
 
@@ -692,6 +693,7 @@ class AgentRun:
             self._headers,
             self.run.message,
             self._time_resolved,
+            self.memories,
         )
         self.step_failures = []
         self.step_failed_calls = []

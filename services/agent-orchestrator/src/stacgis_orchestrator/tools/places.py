@@ -13,6 +13,8 @@
 - A place the question names only inside the collection id ("the highest elevation in the
   luxembourg-dem collection" called with `place: "Luxembourg"`) is dropped, with a box the model
   made up beside it: the question is about the whole collection, not the country.
+- A place the user defined in a memory ("My study area is Luxembourg") is used by that name when a
+  call's place is "study area" or "my study area".
 - A box written as the place or the geometry ("[-82, 25, -79, 28]", four numbers west, south, east,
   north) becomes the tool's `bbox`, or for a tool without one a `geometry` polygon of the box.
 - A city (a point) given to an area statistic (get_raster_statistics, compute_zonal_stats) of a
@@ -274,6 +276,19 @@ async def _city_series(
     return ToolCall(call.id, SERIES_TOOL, series)
 
 
+def remembered_place(place: str, memories: Sequence[str]) -> str | None:
+    """What a memory says a place of the user's is ("my study area" -> "Luxembourg"), else None."""
+    name = re.sub(r"^(?:my|the|our)\s+", "", " ".join(place.lower().split()))
+    if not name or len(name) > 40:
+        return None
+    said = re.compile(rf"^(?:my|our)\s+{re.escape(name)}\s+is\s+(?:the\s+)?(?P<value>.+?)[.!]?$", re.I)
+    for memory in memories:
+        found = said.match(" ".join(memory.split()))
+        if found:
+            return found.group("value")
+    return None
+
+
 def _box(value: Any) -> list[float] | None:
     """Four numbers west, south, east, north of a valid lon/lat box, as a list or its JSON text."""
     if isinstance(value, str) and value.strip().startswith("["):
@@ -324,17 +339,22 @@ async def _settle(
     headers: Callable[[], Mapping[str, str]],
     question: str,
     time_resolved: Callable[[str], bool],
+    memories: Sequence[str],
 ) -> ToolCall:
     tool = catalog.get(call.name)
     if tool is not None and call.arguments_error is None:
         as_area = _box_as_area(tool, call)
         if as_area is not None:
             return as_area
+    named = call.arguments.get("place") if tool is not None and call.arguments_error is None else None
+    remembered = remembered_place(named, memories) if isinstance(named, str) else None
+    if remembered is not None:
+        call = ToolCall(call.id, call.name, {**call.arguments, "place": remembered})
     place = call.arguments.get("place") if call.arguments_error is None else None
     if tool is None or not isinstance(place, str) or "place" not in (tool.input_schema.get("properties") or {}):
         return call
     name = " ".join(place.lower().split())
-    if _named_only_in_collection_id(name, call.arguments, question):
+    if remembered is None and _named_only_in_collection_id(name, call.arguments, question):
         arguments = {
             key: value
             for key, value in call.arguments.items()
@@ -365,8 +385,10 @@ async def settle_places(
     headers: Callable[[], Mapping[str, str]],
     question: str,
     time_resolved: Callable[[str], bool] = lambda _collection: False,
+    memories: Sequence[str] = (),
 ) -> list[ToolCall]:
     """The calls with their `place` arguments settled (same ids, same order); a place that cannot be
     settled turns its call into an invalid one whose error the model reads. `time_resolved` tells
-    which collections have time steps (for a city's series)."""
-    return [await _settle(call, catalog, spatial, pool, headers, question, time_resolved) for call in calls]
+    which collections have time steps (for a city's series); `memories` are the user's (places they named).
+    """
+    return [await _settle(call, catalog, spatial, pool, headers, question, time_resolved, memories) for call in calls]
