@@ -230,6 +230,28 @@ async def test_a_box_written_as_the_place_or_geometry_is_used_as_the_box(
 
 
 @pytest.mark.asyncio
+async def test_a_question_comparing_two_months_runs_detect_change_over_them(
+    places_orch: RunningService, placed_raster: RunningService, model_url: str
+) -> None:
+    # The 1.5B model made one statistics call for January and answered "how much warmer" with it.
+    box = [-84, 34, -78, 36.5]
+    asked = {"collection_id": "bcsd-temperature-1999", "bbox": box, "datetime": "1999-01"}
+    message = "How much warmer was July than January 1999 over the box -84, 34, -78, 36.5?"
+    events = await one_call(places_orch, model_url, message, "get_raster_statistics", asked)
+    start = payload(events, "tool_start")
+    assert start["toolName"] == "detect_change"
+    expected = {"collection_id": "bcsd-temperature-1999", "bbox": box, "period_a": "1999-01", "period_b": "1999-07"}
+    assert start["arguments"] == expected
+    change = json.loads(payload(events, "tool_result")["result"])["change"]
+    means = {}
+    for month in ("1999-01", "1999-07"):
+        error, stats = await call_tool(placed_raster.url, "get_raster_statistics", {**asked, "datetime": month})
+        assert not error, stats
+        means[month] = stats["statistics"]["mean"]
+    assert change["mean"] == pytest.approx(means["1999-07"] - means["1999-01"], abs=0.01)
+
+
+@pytest.mark.asyncio
 async def test_a_city_given_to_an_area_statistic_over_time_runs_as_its_series(
     places_orch: RunningService, placed_raster: RunningService, model_url: str
 ) -> None:

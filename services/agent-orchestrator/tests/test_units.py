@@ -21,7 +21,7 @@ from stacgis_orchestrator.prompts import parse_memories, spatial_context_message
 from stacgis_orchestrator.questions import is_concept_question, memory_note
 from stacgis_orchestrator.tools.breaker import CircuitBreaker
 from stacgis_orchestrator.tools.frontend import FrontendToolError, chart_config
-from stacgis_orchestrator.tools.periods import settle_period
+from stacgis_orchestrator.tools.periods import compared_periods, settle_period
 from stacgis_orchestrator.tools.places import remembered_place
 from stacgis_orchestrator.tools.validation import repair_arguments, validate_arguments
 
@@ -510,3 +510,25 @@ def test_a_place_named_in_a_memory_is_found_by_its_name() -> None:
     assert remembered_place("my home city", memories) == "Nairobi"
     assert remembered_place("Nairobi", memories) is None
     assert remembered_place("farm", memories) is None
+
+
+@pytest.mark.parametrize(
+    ("question", "periods"),
+    [
+        ("How much wetter was March than October 2005 in Kenya?", ("2005-03", "2005-10")),
+        ("Temperature change from February to August 1999 over Ohio", ("1999-02", "1999-08")),
+        (
+            "Compare winter (December 1998 to February 1999) with summer (June to August 1999)",
+            ("1998-12/1999-02", "1999-06/1999-08"),
+        ),
+        (
+            "Compare rain in winter (Jan to Feb 1999) and summer (Jun to Aug 1999), the difference?",
+            ("1999-01/1999-02", "1999-06/1999-08"),
+        ),
+        ("What was the mean temperature in July 1999?", None),
+        ("How much warmer was July 1999 than July 1998?", ("1998-07", "1999-07")),
+        ("How much warmer was July than January?", None),
+    ],
+)
+def test_the_two_periods_a_question_compares(question: str, periods: tuple[str, str] | None) -> None:
+    assert compared_periods(question) == periods

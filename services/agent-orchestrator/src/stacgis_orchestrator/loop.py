@@ -48,7 +48,7 @@ from .questions import is_concept_question, memory_note
 from .settings import OrchestratorSettings
 from .tools.calls import PreparedCall, prepare_call, renamed, unique_ids
 from .tools.catalog import ToolCatalog
-from .tools.periods import settle_period
+from .tools.periods import settle_comparison, settle_period
 from .tools.places import PlaceError, resolve_place, settle_places
 from .tools.pool import ToolPool, ToolUnavailable
 from .tools.registry import RegisteredTool
@@ -686,7 +686,7 @@ class AgentRun:
     async def _act(self, calls: list[ToolCall], offered: list[ToolSpec]) -> list[Message]:
         """Run one step's tool calls; returns their tool messages in call order."""
         calls = await settle_places(
-            [settle_period(self._misnamed(call, offered), self.run.message) for call in calls],
+            [self._settle_time(self._misnamed(call, offered)) for call in calls],
             self.deps.catalog,
             self.run.spatial,
             self.deps.pool,
@@ -806,6 +806,15 @@ class AgentRun:
     def _time_resolved(self, collection_id: str) -> bool:
         collection = self.catalog.collections.get(collection_id)
         return collection is not None and collection.years is not None
+
+    def _settle_time(self, call: ToolCall) -> ToolCall:
+        """The user's words about time win (`tools/periods.py`): two compared periods, or a year."""
+        compared = settle_comparison(call, self.run.message, lambda name: self.deps.catalog.get(name) is not None)
+        if compared is not call:
+            a, b = compared.arguments["period_a"], compared.arguments["period_b"]
+            note = f"The question compares two periods: running {compared.name} for {a} and {b}.\n"
+            self.sink.emit(thinking=events_pb2.Thinking(text=note))
+        return settle_period(compared, self.run.message)
 
     def _misnamed(self, call: ToolCall, offered: list[ToolSpec]) -> ToolCall:
         """A misremembered tool name runs as the tool its arguments fit (`calls.renamed`)."""
