@@ -252,6 +252,21 @@ async def test_a_question_comparing_two_months_runs_detect_change_over_them(
 
 
 @pytest.mark.asyncio
+async def test_a_call_on_a_collection_of_other_years_runs_on_the_one_with_the_years_asked(
+    places_orch: RunningService, placed_raster: RunningService, model_url: str
+) -> None:
+    box = [-84, 34, -78, 36.5]
+    asked = {"collection_id": "global-precipitation-2016", "bbox": box, "datetime": "1999-03"}
+    message = "Mean precipitation over the box -84, 34, -78, 36.5 in March 1999?"
+    events = await one_call(places_orch, model_url, message, "get_raster_statistics", asked)
+    sent = payload(events, "tool_start")["arguments"]
+    assert sent == {**asked, "collection_id": "bcsd-precipitation-1999"}
+    error, direct = await call_tool(placed_raster.url, "get_raster_statistics", sent)
+    assert not error, direct
+    assert json.loads(payload(events, "tool_result")["result"])["statistics"] == direct["statistics"]
+
+
+@pytest.mark.asyncio
 async def test_a_city_given_to_an_area_statistic_over_time_runs_as_its_series(
     places_orch: RunningService, placed_raster: RunningService, model_url: str
 ) -> None:

@@ -32,7 +32,7 @@ from .llm.text_tools import describe_tools_for_prompt, parse_json_answer, parse_
 from .llm.types import Message, ModelError, ModelTurn, TextDelta, ThinkingDelta, ToolCall, ToolSpec, new_call_id
 from .memory import ConversationMemory, consistent_history, truncate_result
 from .prefix import all_tools, offered_specs
-from .premises import Catalog, Gap, asked_variables, call_gap, catalogue_gaps, place_gap, sole_holder
+from .premises import Catalog, Gap, asked_variables, call_gap, catalogue_gaps, misses_years, place_gap, sole_holder
 from .prompts import (
     FAILED_CALL,
     FORCE_ANSWER,
@@ -774,19 +774,21 @@ class AgentRun:
     def _prepare(self, call: ToolCall, offered: list[ToolSpec]) -> PreparedCall:
         prepared = prepare_call(call, offered, self.deps.catalog, self.settings.map_style_hosts)
         if prepared.error is None and self.settings.premise_check:
-            # A collection that holds none of the variables asked for (a temperature question sent to
-            # a precipitation collection) is refused before it runs, with the ones that hold it.
-            gap = call_gap(self.run.message, self.catalog, prepared.arguments.get("collection_id"))
+            # A collection that holds none of the variables or years asked for (a temperature question
+            # sent to a precipitation collection, 1999 sent to 2016's) runs on the one collection that
+            # can answer there and then; with several, a variable mismatch is refused naming them.
+            asked = prepared.arguments.get("collection_id")
+            gap = call_gap(self.run.message, self.catalog, asked)
             if gap is not None:
                 metrics.PREMISE_GAPS.labels("call").inc()
+            if gap is not None or misses_years(self.run.message, self.catalog, asked):
                 sole = sole_holder(self.run.message, self.catalog, self._call_area(prepared.arguments))
-                if sole is not None:
+                if sole is not None and sole.id != asked:
                     # Only one collection can answer it there and then: run the call on that one.
-                    asked = prepared.arguments["collection_id"]
                     prepared.arguments["collection_id"] = sole.id
                     why = f"{asked} does not hold the data asked for; running {call.name} on {sole.id}"
                     self.sink.emit(thinking=events_pb2.Thinking(text=why + ".\n"))
-                else:
+                elif gap is not None:
                     prepared.error = f"Invalid arguments for {call.name}: {gap}"
                     prepared.error_kind = "invalid_arguments"
         return prepared

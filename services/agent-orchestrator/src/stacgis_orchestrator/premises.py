@@ -282,3 +282,11 @@ def sole_holder(question: str, catalog: Catalog, box: tuple[float, float, float,
         if (box is None or c.reaches(box)) and (not years or any(c.covers(y) for y in years))
     }
     return next(iter(fitting.values())) if len(fitting) == 1 else None
+
+
+def misses_years(question: str, catalog: Catalog, collection_id: object) -> bool:
+    """Whether the collection covers none of the years the question asks for (a 2016 collection
+    called for 1999)."""
+    collection = catalog.collections.get(collection_id) if isinstance(collection_id, str) else None
+    years = asked_years(question)
+    return collection is not None and bool(years) and not any(collection.covers(y) for y in years)
