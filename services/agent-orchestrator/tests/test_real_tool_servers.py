@@ -45,28 +45,26 @@ def real_raster() -> Iterator[RunningService]:
         yield service
 
 
+def _store_env(prefix: str, pg_dsn: str, model_server: RunningService) -> dict[str, str]:
+    """Settings of a Postgres + embeddings tool server (memory-tools, knowledge-tools) on a free port."""
+    return {
+        f"{prefix}_PORT": str(free_port()),
+        f"{prefix}_DATABASE_URL": pg_dsn,
+        f"{prefix}_EMBEDDING_BASE_URL": model_server.url,
+        f"{prefix}_LOG_LEVEL": "WARNING",
+    }
+
+
 @pytest.fixture(scope="module")
 def real_memory(pg_dsn: str, model_server: RunningService) -> Iterator[RunningService]:
-    port = free_port()
-    env = {
-        "MEMORY_PORT": str(port),
-        "MEMORY_DATABASE_URL": pg_dsn,
-        "MEMORY_EMBEDDING_BASE_URL": model_server.url,
-        "MEMORY_LOG_LEVEL": "WARNING",
-    }
-    with run_service("stacgis_memory", env, port, ready_path="/readyz") as service:
+    env = _store_env("MEMORY", pg_dsn, model_server)
+    with run_service("stacgis_memory", env, int(env["MEMORY_PORT"]), ready_path="/readyz") as service:
         yield service
 
 
 @pytest.fixture(scope="module")
 def real_knowledge(pg_dsn: str, model_server: RunningService) -> Iterator[RunningService]:
-    port = free_port()
-    env = {
-        "KNOWLEDGE_PORT": str(port),
-        "KNOWLEDGE_DATABASE_URL": pg_dsn,
-        "KNOWLEDGE_EMBEDDING_BASE_URL": model_server.url,
-        "KNOWLEDGE_LOG_LEVEL": "WARNING",
-    }
+    env = _store_env("KNOWLEDGE", pg_dsn, model_server)
     ingest = subprocess.run(
         [sys.executable, "-m", "stacgis_knowledge.ingest", str(REPO_ROOT / "knowledge")],
         env={**os.environ, **env},
@@ -76,7 +74,7 @@ def real_knowledge(pg_dsn: str, model_server: RunningService) -> Iterator[Runnin
         check=False,
     )
     assert ingest.returncode == 0, ingest.stdout[-2000:] + ingest.stderr[-2000:]
-    with run_service("stacgis_knowledge", env, port, ready_path="/readyz") as service:
+    with run_service("stacgis_knowledge", env, int(env["KNOWLEDGE_PORT"]), ready_path="/readyz") as service:
         yield service
 
 
