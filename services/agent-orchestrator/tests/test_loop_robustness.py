@@ -721,6 +721,26 @@ async def test_a_refusal_that_names_the_gap_and_a_concept_answer_stand(orch, mod
 
 
 @pytest.mark.asyncio
+async def test_numbers_for_a_variable_no_collection_holds_become_a_refusal_without_a_data_call(orch, model_url) -> None:
+    # The model looked Berlin up and gave its coordinates as "the PM2.5 level": grounded numbers,
+    # but no tool result speaks of PM2.5 and no collection holds it.
+    look_up = {"name": "search_vector_features", "arguments": {"query": "Berlin"}}
+    coordinates = "The PM2.5 level in Berlin: {{tool:search_vector_features:features.0.lat}}, 13.405."
+    await set_rules(
+        model_url,
+        {"name": "look", "match": {"last_user": "PM2.5 level in Berlin", "step": 0}, "tool_calls": [look_up]},
+        {"name": "answer", "match": {"last_user": "PM2.5 level in Berlin", "step": 1}, "content": coordinates},
+        {"name": "concept", "match": {"last_user": "What is PM2.5"}, "content": "PM2.5 are particles under 2.5 µm."},
+    )
+    events = await run_events(orch.url, {"message": unique("What was the PM2.5 level in Berlin?")})
+    answer = terminal(events).proto.done.content
+    assert "none of the catalogue's collections holds pm2.5 data" in answer and "52.52" not in answer
+    # A concept question keeps its answer, numbers and all.
+    events = await run_events(orch.url, {"message": unique("What is PM2.5?")})
+    assert terminal(events).proto.done.content == "PM2.5 are particles under 2.5 µm."
+
+
+@pytest.mark.asyncio
 async def test_with_place_names_off_the_model_sees_no_place_argument_and_is_told_to_look_places_up(
     stack_env: dict[str, str], orch, model_url
 ) -> None:

@@ -16,6 +16,7 @@ from opentelemetry import propagate, trace
 from opentelemetry.trace import Status, StatusCode
 from redis.exceptions import RedisError
 
+from stacgis_common.answer import mentions
 from stacgis_common.auth import Identity, mint_for
 from stacgis_proto.v1 import events_pb2
 
@@ -24,7 +25,7 @@ from .context_sources import CATALOG_RESOURCE, ResourceCache, fetch_memories
 from .context_window import ModelBudget, estimate_tokens, fit_to_context, parse_overflow
 from .coordination import Decision
 from .events import EventSink, message_to_proto, struct
-from .grounding import GroundingReport, ToolResultText, check_answer
+from .grounding import GroundingReport, ToolResultText, check_answer, extract_numbers
 from .llm.base import ChatProvider
 from .llm.repetition import RepetitionGuard, without_repetition
 from .llm.stream_filter import ContentFilter
@@ -344,12 +345,21 @@ class AgentRun:
 
     def _premise_gap(self, draft: str) -> Gap | None:
         """What the catalogue cannot answer of the question (`premises`), for a draft that does not
-        already say so. Only runs that asked for raster data are checked (a call with a collection,
-        even one that failed): a knowledge or map answer has no collection behind it."""
+        already say so. Runs that asked for raster data (a call with a collection, even one that
+        failed) are checked for every gap. Others only for a variable no collection holds, when the
+        draft gives numbers and no tool result of the run speaks of the variable ("the PM2.5 level in
+        Berlin" answered with Berlin's coordinates); a concept question's answer is never replaced."""
         if not self.settings.premise_check or not draft.strip():
             return None
         if not self.data_asked:
-            return None
+            if is_concept_question(self.run.message) or not extract_numbers(draft):
+                return None
+            unspoken = [
+                g
+                for g in catalogue_gaps(self.run.message, self.catalog)
+                if g.kind == "variable" and not any(mentions(r.text, g.missing) for r in self.tool_texts)
+            ]
+            return next((g for g in unspoken if not g.answered_by(draft)), None)
         gaps = [*catalogue_gaps(self.run.message, self.catalog), *filter(None, self.place_gaps.values())]
         gap = next(iter(gaps), None)
         return None if gap is None or gap.answered_by(draft) else gap
