@@ -267,6 +267,35 @@ async def test_a_call_on_a_collection_of_other_years_runs_on_the_one_with_the_ye
 
 
 @pytest.mark.asyncio
+async def test_a_question_about_one_typed_point_runs_as_a_point_query(
+    places_orch: RunningService, placed_raster: RunningService, model_url: str
+) -> None:
+    # The 1.5B model sent a small box beside a country, or asked the collection's info with a place.
+    message = "What is the elevation at longitude 6.13, latitude 49.61 in the Luxembourg DEM?"
+    boxed = {"collection_id": "luxembourg-dem", "bbox": [6.1, 49.6, 6.2, 49.7], "place": "Luxembourg"}
+    events = await one_call(places_orch, model_url, message, "get_raster_statistics", boxed)
+    start = payload(events, "tool_start")
+    assert start["toolName"] == "query_raster_point"
+    assert start["arguments"] == {"collection_id": "luxembourg-dem", "lon": 6.13, "lat": 49.61}
+    error, direct = await call_tool(placed_raster.url, "query_raster_point", start["arguments"])
+    assert not error, direct
+    assert json.loads(payload(events, "tool_result")["result"]) == direct
+
+    message = "Is the point at longitude 0, latitude 0 land or water in the global land mask?"
+    info = {"collection_id": "global-land-mask", "place": "0, 0"}
+    events = await one_call(places_orch, model_url, message, "get_raster_info", info)
+    assert payload(events, "tool_start")["arguments"] == {"collection_id": "global-land-mask", "lon": 0.0, "lat": 0.0}
+
+    # A question about a box keeps its area statistic; the info without a location stays info.
+    message = "Mean elevation in the box 6.0, 49.6, 6.2, 49.8 near longitude 6.1, latitude 49.7?"
+    events = await one_call(places_orch, model_url, message, "get_raster_statistics", boxed)
+    assert payload(events, "tool_start")["toolName"] == "get_raster_statistics"
+    message = "How many bands has the land mask at longitude 0, latitude 0?"
+    events = await one_call(places_orch, model_url, message, "get_raster_info", {"collection_id": "global-land-mask"})
+    assert payload(events, "tool_start")["toolName"] == "get_raster_info"
+
+
+@pytest.mark.asyncio
 async def test_a_city_given_to_an_area_statistic_over_time_runs_as_its_series(
     places_orch: RunningService, placed_raster: RunningService, model_url: str
 ) -> None:

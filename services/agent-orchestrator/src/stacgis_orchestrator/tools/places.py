@@ -15,6 +15,9 @@
   made up beside it: the question is about the whole collection, not the country.
 - A place the user defined in a memory ("My study area is Luxembourg") is used by that name when a
   call's place is "study area" or "my study area".
+- A question about one point the user typed ("at longitude -66.5, latitude 18.2"), sent to an area
+  statistic or to get_raster_info with a location, runs as query_raster_point at that point: the
+  model sent a 0.1 degree box beside `place: "Puerto Rico"`, or asked the collection's info.
 - A box written as the place or the geometry ("[-82, 25, -79, 28]", four numbers west, south, east,
   north) becomes the tool's `bbox`, or for a tool without one a `geometry` polygon of the box.
 - A city (a point) given to an area statistic (get_raster_statistics, compute_zonal_stats) of a
@@ -54,6 +57,18 @@ POINT_ZOOM = 10
 AREA_TYPES = frozenset({"Polygon", "MultiPolygon"})
 # What to do instead, in the error: the model asked for a selection it made up, not the user.
 NO_USER_SHAPE = "name the place instead (e.g. place: 'Luxembourg'), or leave place out"
+# Calls that a question about one typed point turns into a point query.
+POINT_TOOL = "query_raster_point"
+POINT_ASKED_TOOLS = frozenset({"get_raster_statistics", "compute_zonal_stats", "get_raster_info"})
+LOCATION_KEYS = ("place", "lon", "lat", "bbox", "geometry")
+_NUMBER = r"(-?\d+(?:\.\d+)?)"
+_LON_LAT = re.compile(
+    rf"\blon(?:gitude)?\s*[:=]?\s*{_NUMBER}\s*,?\s*(?:and\s+)?lat(?:itude)?\s*[:=]?\s*{_NUMBER}", re.I
+)
+_LAT_LON = re.compile(
+    rf"\blat(?:itude)?\s*[:=]?\s*{_NUMBER}\s*,?\s*(?:and\s+)?lon(?:gitude)?\s*[:=]?\s*{_NUMBER}", re.I
+)
+_AREA_WORDS = re.compile(r"\b(?:box|bbox|area|region|polygon|within|inside|around|between)\b", re.I)
 # Area statistics that a city's place turns into its series, and the tool that gives the series.
 AREA_STAT_TOOLS = frozenset({"get_raster_statistics", "compute_zonal_stats"})
 SERIES_TOOL = "get_timeseries"
@@ -289,6 +304,34 @@ def remembered_place(place: str, memories: Sequence[str]) -> str | None:
     return None
 
 
+def typed_point(question: str) -> tuple[float, float] | None:
+    """The one (lon, lat) a question gives in words ("longitude 0, latitude 0"), when it names no area."""
+    if _AREA_WORDS.search(question):
+        return None
+    points = [(float(lon), float(lat)) for lon, lat in _LON_LAT.findall(question)]
+    points += [(float(lon), float(lat)) for lat, lon in _LAT_LON.findall(question)]
+    if len(set(points)) != 1:
+        return None
+    lon, lat = points[0]
+    return (lon, lat) if -180 <= lon <= 180 and -90 <= lat <= 90 else None
+
+
+def _point_query(call: ToolCall, catalog: ToolCatalog, question: str) -> ToolCall | None:
+    """An area statistic (or info with a location) for a question about one typed point, as
+    query_raster_point there; None when that is not the case."""
+    if call.name not in POINT_ASKED_TOOLS or catalog.get(POINT_TOOL) is None:
+        return None
+    if call.name == "get_raster_info" and not any(key in call.arguments for key in LOCATION_KEYS):
+        return None
+    collection, point = call.arguments.get("collection_id"), typed_point(question)
+    if not isinstance(collection, str) or point is None:
+        return None
+    arguments: dict[str, Any] = {"collection_id": collection, "lon": point[0], "lat": point[1]}
+    if isinstance(call.arguments.get("datetime"), str):
+        arguments["datetime"] = call.arguments["datetime"]
+    return ToolCall(call.id, POINT_TOOL, arguments)
+
+
 def _box(value: Any) -> list[float] | None:
     """Four numbers west, south, east, north of a valid lon/lat box, as a list or its JSON text."""
     if isinstance(value, str) and value.strip().startswith("["):
@@ -343,6 +386,9 @@ async def _settle(
 ) -> ToolCall:
     tool = catalog.get(call.name)
     if tool is not None and call.arguments_error is None:
+        as_point = _point_query(call, catalog, question)
+        if as_point is not None:
+            return as_point
         as_area = _box_as_area(tool, call)
         if as_area is not None:
             return as_area
