@@ -321,10 +321,15 @@ async def test_a_city_given_to_an_area_statistic_over_time_runs_as_its_series(
     events = await one_call(places_orch, model_url, "wettest month 2016 in Nairobi", "get_raster_statistics", chosen)
     assert payload(events, "tool_start")["arguments"] == start["arguments"]
 
-    # Not for a country (an area), one month (one time step), or a collection without time steps.
+    # One month at a city: the city's cell.
+    month = {"collection_id": "global-precipitation-2016", "place": "Nairobi", "datetime": "2016-03"}
+    events = await one_call(places_orch, model_url, "statistics please", "compute_zonal_stats", month)
+    start = payload(events, "tool_start")
+    assert (start["toolName"], start["arguments"]) == ("query_raster_point", month)
+
+    # Not for a country (an area) or a collection without time steps.
     kept = [
         {"collection_id": "global-precipitation-2016", "place": "Kenya", "datetime": "2016"},
-        {"collection_id": "global-precipitation-2016", "place": "Nairobi", "datetime": "2016-03"},
         {"collection_id": "global-land-mask", "place": "Nairobi"},
     ]
     for arguments in kept:

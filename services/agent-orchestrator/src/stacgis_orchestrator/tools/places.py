@@ -21,9 +21,10 @@
 - A box written as the place or the geometry ("[-82, 25, -79, 28]", four numbers west, south, east,
   north) becomes the tool's `bbox`, or for a tool without one a `geometry` polygon of the box.
 - A city (a point) given to an area statistic (get_raster_statistics, compute_zonal_stats) of a
-  time-resolved collection over several time steps runs as get_timeseries at the city: "the highest
-  monthly temperature of 1999 in Knoxville" needs the months at Knoxville, not one mean over time of
-  a circle around it.
+  time-resolved collection (gridded climate data) runs at the city: over several time steps as
+  get_timeseries ("the highest monthly temperature of 1999 in Knoxville" needs the months at
+  Knoxville, not one mean over time of a circle around it), for one month or day as
+  query_raster_point (the city's cell, not a 10 km circle across neighbouring cells).
 - The place name of a map tool (zoom_to_location, visualize_collection) is resolved by vector-tools'
   `resolve_place` over MCP (with the run's headers, like any tool call): the browser gets plain
   coordinates, so it needs no resolver of its own.
@@ -268,16 +269,18 @@ async def _city_series(
     headers: Callable[[], Mapping[str, str]],
     time_resolved: Callable[[str], bool],
 ) -> ToolCall | None:
-    """The area statistic of a city as get_timeseries at the city (module docstring), or None."""
+    """The area statistic of a city on a time-resolved collection as get_timeseries at the city, or
+    query_raster_point there for one month or day (module docstring); None otherwise."""
     arguments = call.arguments
     collection = arguments.get("collection_id")
     # A bbox beside the place is the model's own (one the user typed has already removed the place).
-    if call.name not in AREA_STAT_TOOLS or catalog.get(SERIES_TOOL) is None or "geometry" in arguments:
+    if call.name not in AREA_STAT_TOOLS or "geometry" in arguments:
         return None
     if not isinstance(collection, str) or not time_resolved(collection):
         return None
     window = _series_window(arguments.get("datetime"))
-    if window is None:
+    tool = SERIES_TOOL if window is not None else POINT_TOOL
+    if catalog.get(tool) is None:
         return None
     try:
         resolved = await resolve_place(place, pool, headers)
@@ -285,6 +288,10 @@ async def _city_series(
         return None  # the area tool's own server reports it
     if not isinstance(resolved.get("point"), list):
         return None
+    if window is None:
+        return ToolCall(
+            call.id, POINT_TOOL, {"collection_id": collection, "place": place, "datetime": arguments["datetime"]}
+        )
     series = {"collection_id": collection, "place": place, **window}
     if arguments.get("band") is not None:
         series["band"] = arguments["band"]
