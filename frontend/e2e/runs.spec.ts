@@ -87,7 +87,7 @@ test("the approval dialog approves a gated tool and the run continues", async ({
     },
   ]);
   await openApp(page);
-  await send(page, `Remember that Kneiff is the highest point ${token}`);
+  await send(page, `Add to the knowledge base that Kneiff is the highest point ${token}`);
 
   const dialog = page.getByRole("dialog", { name: "Allow this action?" });
   await expect(dialog).toBeVisible();

@@ -481,6 +481,7 @@ def test_only_a_passage_repeated_at_the_end_is_cut() -> None:
         ("Remember that my home city is Nairobi and tell me its elevation", ("My home city is Nairobi", "fact")),
         ("Do you remember my home city?", None),
         ("Remember what my study area is?", None),
+        ("Please remember this", None),
         ("What is the mean elevation of Luxembourg?", None),
     ],
 )

@@ -54,6 +54,8 @@ _REMEMBER = re.compile(
 )
 # "... and tell me its mean elevation": the request that follows is not part of what to remember.
 _FOLLOW_UP = re.compile(r"[,;]?\s+(?:and|then)\s+(?:tell|show|give|compute|find|what|how|zoom|display|map)\b", re.I)
+# "this", "that one", "it": what to remember is elsewhere in the conversation.
+_POINTER = re.compile(r"^(?:this|that|it|these|those)(?:\s+\S+)?$", re.I)
 _PREFERENCE = re.compile(r"\b(?:prefer|preferred|like|rather)\b", re.I)
 
 
@@ -63,8 +65,8 @@ def memory_note(text: str) -> tuple[str, str] | None:
     if match is None:
         return None
     note = _FOLLOW_UP.split(match.group("note"))[0].rstrip(" .!")
-    if note.endswith("?"):
-        return None  # "Remember what my study area is?": a question, not something to save
+    if note.endswith("?") or _POINTER.match(note):
+        return None  # "Remember what my study area is?", "Please remember this": nothing to save
     note = note[0].upper() + note[1:]
     kind = "preference" if _PREFERENCE.search(note) else "note" if text.lower().lstrip().startswith("note") else "fact"
     return note, kind
