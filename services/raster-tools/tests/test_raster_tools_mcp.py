@@ -236,6 +236,7 @@ async def test_point_in_land_cover_names_the_class(raster_service: str) -> None:
         value = result["results"][0]["values"]["land_cover"]
         assert value["value"] == code
         assert value["class"] == "Developed, Low Intensity"
+        assert result["class_at_point"] == f"land_cover = {code}: Developed, Low Intensity"
 
 
 async def test_point_of_a_month(raster_service: str) -> None:
@@ -363,6 +364,8 @@ async def test_zonal_stats_of_land_cover_give_named_class_fractions(raster_servi
         for entry in classes[:3]:
             assert entry["fraction"] == pytest.approx(float((codes == entry["value"]).mean()), abs=0.03)
         assert result["statistics"]["majority"] == "Evergreen Forest"
+        first = classes[0]
+        assert result["statistics"]["shares"].startswith(f"{first['name']}: {100 * first['fraction']:.2f} %")
         # A class written as the band means the band that holds it.
         by_class = await call(
             mcp, "compute_zonal_stats", collection_id="nlcd-puerto-rico", geometry=polygon, band="forest"

@@ -478,6 +478,14 @@ class RasterService:
             "time": note,
             "results": results,
         }
+        classes = [
+            f"{name} = {value['value']}: {value['class']}"
+            for name, value in (results[-1].get("values") or {}).items()
+            if isinstance(value, dict) and "class" in value
+        ]
+        if classes:
+            # The class in words, first: asked "land or water?" the model read the band name "land".
+            out = {"class_at_point": "; ".join(classes), **out}
         if series and inside:
             out["all_time_steps"] = series
         if not inside:
