@@ -321,6 +321,12 @@ async def test_a_city_given_to_an_area_statistic_over_time_runs_as_its_series(
     events = await one_call(places_orch, model_url, "wettest month 2016 in Nairobi", "get_raster_statistics", chosen)
     assert payload(events, "tool_start")["arguments"] == start["arguments"]
 
+    # A collection without the variable first becomes the one that holds it, then the city's series.
+    elsewhere = {**chosen, "collection_id": "luxembourg-dem"}
+    message = "highest monthly precipitation of 2016 in Nairobi"
+    events = await one_call(places_orch, model_url, message, "get_raster_statistics", elsewhere)
+    assert payload(events, "tool_start")["arguments"] == start["arguments"]
+
     # One month at a city: the city's cell.
     month = {"collection_id": "global-precipitation-2016", "place": "Nairobi", "datetime": "2016-03"}
     events = await one_call(places_orch, model_url, "statistics please", "compute_zonal_stats", month)

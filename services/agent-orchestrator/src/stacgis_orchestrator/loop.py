@@ -695,8 +695,13 @@ class AgentRun:
 
     async def _act(self, calls: list[ToolCall], offered: list[ToolSpec]) -> list[Message]:
         """Run one step's tool calls; returns their tool messages in call order."""
+        calls = [self._settle_time(self._misnamed(call, offered)) for call in calls]
+        data_calls = [c for c in calls if "collection_id" in c.arguments or "collection_ids" in c.arguments]
+        self.data_asked = self.data_asked or bool(data_calls)
+        for call in data_calls:
+            await self._check_place(call.arguments.get("place"))
         calls = await settle_places(
-            [self._settle_time(self._misnamed(call, offered)) for call in calls],
+            [self._settle_collection(call) for call in calls],
             self.deps.catalog,
             self.run.spatial,
             self.deps.pool,
@@ -708,10 +713,6 @@ class AgentRun:
         self.step_failures = []
         self.step_failed_calls = []
         results_before = len(self.tool_texts)
-        data_calls = [c for c in calls if "collection_id" in c.arguments or "collection_ids" in c.arguments]
-        self.data_asked = self.data_asked or bool(data_calls)
-        for call in data_calls:
-            await self._check_place(call.arguments.get("place"))
         prepared = [self._prepare(call, offered) for call in calls]
         for item in prepared:
             self._check_repeat(item)
@@ -781,26 +782,33 @@ class AgentRun:
     def _gated(self, tool: RegisteredTool) -> bool:
         return tool.kind == "mcp" and self.deps.catalog.requires_approval(tool)
 
+    def _settle_collection(self, call: ToolCall) -> ToolCall:
+        """A collection that holds none of the variables or years asked for (a temperature question
+        sent to a DEM, 1999 sent to 2016's precipitation) is replaced by the one collection that can
+        answer there and then (`premises.sole_holder`), before places are settled for it."""
+        asked = call.arguments.get("collection_id")
+        if not self.settings.premise_check or call.arguments_error is not None or not isinstance(asked, str):
+            return call
+        lacking = call_gap(self.run.message, self.catalog, asked) is not None
+        if not lacking and not misses_years(self.run.message, self.catalog, asked):
+            return call
+        sole = sole_holder(self.run.message, self.catalog, self._call_area(call.arguments))
+        if sole is None or sole.id == asked:
+            return call
+        why = f"{asked} does not hold the data asked for; running {call.name} on {sole.id}.\n"
+        self.sink.emit(thinking=events_pb2.Thinking(text=why))
+        return ToolCall(call.id, call.name, {**call.arguments, "collection_id": sole.id})
+
     def _prepare(self, call: ToolCall, offered: list[ToolSpec]) -> PreparedCall:
         prepared = prepare_call(call, offered, self.deps.catalog, self.settings.map_style_hosts)
         if prepared.error is None and self.settings.premise_check:
-            # A collection that holds none of the variables or years asked for (a temperature question
-            # sent to a precipitation collection, 1999 sent to 2016's) runs on the one collection that
-            # can answer there and then; with several, a variable mismatch is refused naming them.
-            asked = prepared.arguments.get("collection_id")
-            gap = call_gap(self.run.message, self.catalog, asked)
+            # A collection that holds none of the variables asked for, where several others do (one
+            # would have replaced it in `_settle_collection`), is refused naming them.
+            gap = call_gap(self.run.message, self.catalog, prepared.arguments.get("collection_id"))
             if gap is not None:
                 metrics.PREMISE_GAPS.labels("call").inc()
-            if gap is not None or misses_years(self.run.message, self.catalog, asked):
-                sole = sole_holder(self.run.message, self.catalog, self._call_area(prepared.arguments))
-                if sole is not None and sole.id != asked:
-                    # Only one collection can answer it there and then: run the call on that one.
-                    prepared.arguments["collection_id"] = sole.id
-                    why = f"{asked} does not hold the data asked for; running {call.name} on {sole.id}"
-                    self.sink.emit(thinking=events_pb2.Thinking(text=why + ".\n"))
-                elif gap is not None:
-                    prepared.error = f"Invalid arguments for {call.name}: {gap}"
-                    prepared.error_kind = "invalid_arguments"
+                prepared.error = f"Invalid arguments for {call.name}: {gap}"
+                prepared.error_kind = "invalid_arguments"
         return prepared
 
     def _call_area(self, arguments: dict[str, Any]) -> tuple[float, float, float, float] | None:
