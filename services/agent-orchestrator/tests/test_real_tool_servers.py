@@ -18,7 +18,7 @@ from orchestrator_helpers import content, model_requests, run_events, set_rules,
 from conftest import orchestrator, orchestrator_env
 from stacgis_common.testing import REPO_ROOT, RunningService, free_port, mcp_client, run_service, token_for
 from stacgis_orchestrator.llm.schema import sanitize_schema, schema_problems
-from stacgis_orchestrator.prompts import UNGROUNDED_DRAFT
+from stacgis_orchestrator.prompts import KNOWLEDGE_ANSWER, UNGROUNDED_DRAFT
 
 DATA = REPO_ROOT / ".local" / "data"
 LUXEMBOURG = [5.7, 49.4, 6.6, 50.2]
@@ -225,6 +225,7 @@ async def test_a_question_about_a_concept_is_answered_from_a_knowledge_search_ma
     (first,) = await model_requests(model_url, contains=tag)
     tool_messages = [m["content"] for m in first["body"]["messages"] if m["role"] == "tool"]
     assert any("GeoJSON Feature" in text for text in tool_messages)
+    assert tool_messages[-1].endswith(KNOWLEDGE_ANSWER), "the passages close with how to answer from them"
 
     # A question about a quantity of a place is the model's to route.
     tag = uuid.uuid4().hex[:8]

@@ -38,6 +38,7 @@ from .prompts import (
     FAILED_CALL,
     FORCE_ANSWER,
     FORCE_ANSWER_AGAIN,
+    KNOWLEDGE_ANSWER,
     REPEATED_CALL,
     UNGROUNDED_DRAFT,
     results_summary,
@@ -328,15 +329,18 @@ class AgentRun:
             return
         self.sink.emit(thinking=events_pb2.Thinking(text=why + "\n"))
         call = ToolCall(new_call_id(), tool, arguments)
-        await self._run_calls(memory, "", [call], await self._offer_tools(self.run.message))
+        closing = KNOWLEDGE_ANSWER if tool == KNOWLEDGE_TOOL else ""
+        await self._run_calls(memory, "", [call], await self._offer_tools(self.run.message), closing)
 
     async def _run_calls(
-        self, memory: ConversationMemory, text: str, calls: list[ToolCall], offered: list[ToolSpec]
+        self, memory: ConversationMemory, text: str, calls: list[ToolCall], offered: list[ToolSpec], note: str = ""
     ) -> None:
-        """Record an assistant turn with `calls`, run them and record their results."""
+        """Record an assistant turn with `calls`, run them and record their results (each followed by
+        `note`, a line for the model)."""
         self.new_messages.append(memory.add_assistant(text, calls))
         for result in await self._act(calls, offered):
-            message, _ = memory.add_tool_result(result.tool_call_id or "", result.name or "", result.content)
+            content = f"{result.content}\n\n{note}" if note else result.content
+            message, _ = memory.add_tool_result(result.tool_call_id or "", result.name or "", content)
             self.new_messages.append(message)
 
     def _invented_numbers(self, text: str) -> list[str]:

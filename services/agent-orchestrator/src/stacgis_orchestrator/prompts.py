@@ -35,6 +35,13 @@ FORCE_ANSWER = (
     "Do not call any more tools. Answer my question now in plain text, using only the tool results above. "
     "If they do not answer it, say what is missing."
 )
+# Closes the result of the knowledge search made for a concept question (in the tool message, so the
+# question stays the last user message): the 1.5B model otherwise paraphrased the
+# passages away ("computed from bands 4 and 3" for "near infrared and red") or invented a producer.
+KNOWLEDGE_ANSWER = (
+    "Answer the question from these passages, keeping their own words for the key terms and names, "
+    "and say which document the answer comes from."
+)
 FORCE_ANSWER_AGAIN = "Tools are closed: a tool call is not run now. Write your answer as plain text."
 REPEATED_CALL = (
     "You already called {name} with these arguments in this request (call {call_id}); its result or error "
