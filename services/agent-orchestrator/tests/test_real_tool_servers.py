@@ -225,7 +225,7 @@ async def test_a_question_about_a_concept_is_answered_from_a_knowledge_search_ma
     (first,) = await model_requests(model_url, contains=tag)
     tool_messages = [m["content"] for m in first["body"]["messages"] if m["role"] == "tool"]
     assert any("GeoJSON Feature" in text for text in tool_messages)
-    assert tool_messages[-1].endswith(KNOWLEDGE_ANSWER), "the passages close with how to answer from them"
+    assert json.loads(tool_messages[-1])["note"] == KNOWLEDGE_ANSWER, "the passages close with how to answer"
 
     # A question about a quantity of a place is the model's to route.
     tag = uuid.uuid4().hex[:8]

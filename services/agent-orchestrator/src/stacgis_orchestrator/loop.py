@@ -339,7 +339,7 @@ class AgentRun:
         `note`, a line for the model)."""
         self.new_messages.append(memory.add_assistant(text, calls))
         for result in await self._act(calls, offered):
-            content = f"{result.content}\n\n{note}" if note else result.content
+            content = _with_note(result.content, note) if note else result.content
             message, _ = memory.add_tool_result(result.tool_call_id or "", result.name or "", content)
             self.new_messages.append(message)
 
@@ -980,6 +980,18 @@ class AgentRun:
             )
         )
         metrics.TOOL_CALLS.labels(name, server, kind).inc()
+
+
+def _with_note(content: str, note: str) -> str:
+    """A tool result closed by a line for the model: a last `note` key of a JSON object (the result
+    stays JSON for whoever reads it as such), else a last paragraph."""
+    try:
+        data = json.loads(content)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        return f"{content}\n\n{note}"
+    return json.dumps({**data, "note": note}, ensure_ascii=False, separators=(",", ":"))
 
 
 def grounding_proto(report: GroundingReport) -> events_pb2.Grounding:
