@@ -728,13 +728,19 @@ async def test_numbers_for_a_variable_no_collection_holds_become_a_refusal_witho
     coordinates = "The PM2.5 level in Berlin: {{tool:search_vector_features:features.0.lat}}, 13.405."
     await set_rules(
         model_url,
-        {"name": "look", "match": {"last_user": "PM2.5 level in Berlin", "step": 0}, "tool_calls": [look_up]},
+        {
+            "name": "look",
+            "match": {"last_user": "PM2.5 level in Berlin", "step": 0},
+            "content": "Berlin lies at about 52.5 N, 13.4 E; looking it up.",
+            "tool_calls": [look_up],
+        },
         {"name": "answer", "match": {"last_user": "PM2.5 level in Berlin", "step": 1}, "content": coordinates},
         {"name": "concept", "match": {"last_user": "What is PM2.5"}, "content": "PM2.5 are particles under 2.5 µm."},
     )
     events = await run_events(orch.url, {"message": unique("What was the PM2.5 level in Berlin?")})
     answer = terminal(events).proto.done.content
-    assert "none of the catalogue's collections holds pm2.5 data" in answer and "52.52" not in answer
+    assert "none of the catalogue's collections holds pm2.5 data" in answer
+    assert answer.startswith("I cannot answer") and "52.5" not in answer, "the refusal is the whole answer"
     # A concept question keeps its answer, numbers and all.
     events = await run_events(orch.url, {"message": unique("What is PM2.5?")})
     assert terminal(events).proto.done.content == "PM2.5 are particles under 2.5 µm."

@@ -285,7 +285,8 @@ class AgentRun:
                 gap = self._premise_gap(visible)
                 if gap is not None:
                     metrics.PREMISE_GAPS.labels(gap.kind).inc()
-                    visible = self._replace_draft(gap.refusal, f"the data does not cover {gap.missing}")
+                    # The refusal is the whole answer: no guesses written beside earlier calls stay.
+                    visible = self._replace_draft(gap.refusal, f"the data does not cover {gap.missing}", whole=True)
                 if not forced and not self.failure_retried and self.step_failures and ADVICE.search(visible):
                     # The last calls all failed and the model told the user what to do instead of
                     # fixing the call ("you should use the bcsd-temperature-1999 collection").
@@ -406,8 +407,11 @@ class AgentRun:
             return None
         return ToolCall(new_call_id(), failed[0].name, {**failed[0].arguments, "collection_id": named.pop()})
 
-    def _replace_draft(self, text: str, reason: str) -> str:
-        """Put `text` in place of this step's answer on the user's screen; returns the new step text."""
+    def _replace_draft(self, text: str, reason: str, whole: bool = False) -> str:
+        """Put `text` in place of this step's answer on the user's screen (`whole`: of everything the
+        run showed, text written beside earlier calls included); returns the new step text."""
+        if whole:
+            self._step_answer_start = 0
         del self.answer[self._step_answer_start :]
         self.answer.append(("\n\n" if self.answer else "") + text)
         self._step_has_content = True
