@@ -15,13 +15,33 @@ from collections.abc import Callable
 from ..llm.types import ToolCall
 
 _MONTH_OR_DAY = re.compile(r"^(\d{4})-\d{2}(?:-\d{2})?$")
-_MONTHS = (
-    "january|february|march|april|may|june|july|august|september|october|november|december"
-    "|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec|spring|summer|autumn|fall|winter"
-)
+_MONTH_NUMBER = {
+    name: number
+    for number, names in enumerate(
+        [
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ],
+        start=1,
+    )
+    for name in names
+}
+_MONTH = r"(?:" + "|".join(sorted(_MONTH_NUMBER, key=len, reverse=True)) + r")"
 # A month, a season or a date the user wrote ("July", "1999-07", "7/1999", "the 3rd").
 _TIME_WORDS = re.compile(
-    r"\b(?:" + _MONTHS + r")\b|\b\d{4}-\d{1,2}\b|\b\d{1,2}/\d{4}\b|\b\d{1,2}(?:st|nd|rd|th)\b", re.I
+    rf"\b(?:{_MONTH}|spring|summer|autumn|fall|winter)\b|\b\d{{4}}-\d{{1,2}}\b|\b\d{{1,2}}/\d{{4}}\b"
+    r"|\b\d{1,2}(?:st|nd|rd|th)\b",
+    re.I,
 )
 
 
@@ -50,28 +70,6 @@ _CUE = re.compile(
     r"increase[sd]?|decrease[sd]?|rise|rose|fell|drop(?:ped)?)\b",
     re.I,
 )
-_MONTH_NUMBER = {
-    name: number
-    for number, names in enumerate(
-        [
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ],
-        start=1,
-    )
-    for name in names
-}
-_MONTH = r"(?:" + "|".join(sorted(_MONTH_NUMBER, key=len, reverse=True)) + r")"
 _RANGE = re.compile(rf"\(\s*({_MONTH})(?:\s+(\d{{4}}))?\s+(?:to|-|–|until)\s+({_MONTH})\s+(\d{{4}})\s*\)", re.I)
 _SINGLE = re.compile(rf"\b({_MONTH})\b(?:\s+(\d{{4}}))?", re.I)
 _YEARS = re.compile(r"(?<![\w.-])(1[89]\d\d|20\d\d)(?![\w.-])")

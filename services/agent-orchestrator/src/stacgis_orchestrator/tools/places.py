@@ -392,19 +392,17 @@ async def _settle(
     memories: Sequence[str],
 ) -> ToolCall:
     tool = catalog.get(call.name)
-    if tool is not None and call.arguments_error is None:
-        as_point = _point_query(call, catalog, question)
-        if as_point is not None:
-            return as_point
-        as_area = _box_as_area(tool, call)
-        if as_area is not None:
-            return as_area
-    named = call.arguments.get("place") if tool is not None and call.arguments_error is None else None
-    remembered = remembered_place(named, memories) if isinstance(named, str) else None
+    if tool is None or call.arguments_error is not None:
+        return call
+    reshaped = _point_query(call, catalog, question) or _box_as_area(tool, call)
+    if reshaped is not None:
+        return reshaped
+    place = call.arguments.get("place")
+    remembered = remembered_place(place, memories) if isinstance(place, str) else None
     if remembered is not None:
+        place = remembered
         call = ToolCall(call.id, call.name, {**call.arguments, "place": remembered})
-    place = call.arguments.get("place") if call.arguments_error is None else None
-    if tool is None or not isinstance(place, str) or "place" not in (tool.input_schema.get("properties") or {}):
+    if not isinstance(place, str) or "place" not in (tool.input_schema.get("properties") or {}):
         return call
     name = " ".join(place.lower().split())
     if remembered is None and _named_only_in_collection_id(name, call.arguments, question):
