@@ -139,6 +139,29 @@ async def test_a_country_after_a_comma_picks_one_of_several(vector_server: Runni
         assert not error and named["place"]["ref"] == result["place"]["ref"], named
 
 
+async def test_a_us_state_after_a_comma_picks_the_city_of_that_state(
+    vector_server: RunningService, cache_dir: Path
+) -> None:
+    # "Knoxville, Tennessee" and "Knoxville, TN": the state by name or by postal code. A name several
+    # states share is the hard case; the sample may hold none, so single ones are tried too.
+    by_name: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for city in big_cities(cache_dir):
+        if city["countrycode"] == "US":
+            by_name[city["name"]].append(city)
+    shared = [group for _, group in sorted(by_name.items()) if len({city["admin1code"] for city in group}) > 1]
+    single = [group for _, group in sorted(by_name.items()) if len(group) == 1]
+    assert single, "the sample has no US city"
+    for city in [*(shared[0] if shared else []), *single[0], *single[-1]]:
+        name = city["name"]
+        error, state = await resolve(vector_server, city["admin1code"], dataset="us-states")
+        assert not error and state["status"] == "resolved", state
+        for qualifier in (state["place"]["name"], city["admin1code"]):
+            error, result = await resolve(vector_server, f"{name}, {qualifier}")
+            assert not error, result
+            assert result["status"] == "resolved", result
+            assert result["place"]["ref"] == f"cities/{city['geonameid']}"
+
+
 async def test_a_country_wins_over_a_state_of_the_same_name_and_says_so(vector_server: RunningService) -> None:
     error, result = await resolve(vector_server, "Georgia")
     assert not error, result

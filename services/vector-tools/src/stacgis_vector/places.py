@@ -104,8 +104,10 @@ def describe(row: asyncpg.Record, matched_by: str) -> dict[str, Any]:
     return out
 
 
-def _qualifies(row: asyncpg.Record, qualifier: str) -> bool:
-    """Whether "Name, <qualifier>" fits the row: its country, country code, state, state code or kind."""
+def _qualifies(row: asyncpg.Record, qualifier: str, state_codes: set[str]) -> bool:
+    """Whether "Name, <qualifier>" fits the row: its country, country code, state, state code or kind.
+    `state_codes` are the codes of the US states named `qualifier`: a city carries only its state's
+    code ("TN"), people write its name ("Knoxville, Tennessee")."""
     properties = json.loads(row["properties"])
     values = [
         properties.get(key)
@@ -114,7 +116,18 @@ def _qualifies(row: asyncpg.Record, qualifier: str) -> bool:
     values += [_kind(row, properties), _country(row, properties), row["dataset"]]
     if row["dataset"] in ("us-states", "us-counties"):
         values += ["United States", "USA", "US"]
+    admin1 = properties.get("admin1_code")
+    if properties.get("country_code") == "US" and isinstance(admin1, str):
+        values.append(admin1)
+        if normalize_name(admin1) in state_codes:
+            return True
     return any(isinstance(value, str) and normalize_name(value) == qualifier for value in values)
+
+
+async def _state_codes(pool: asyncpg.Pool, qualifier: str) -> set[str]:
+    rows = await store.name_matches(pool, qualifier, "us-states", MAX_MATCHES)
+    codes = (json.loads(row["properties"]).get("state_code") for row in rows)
+    return {normalize_name(code) for code in codes if isinstance(code, str)}
 
 
 def _choose(rows: list[asyncpg.Record]) -> tuple[asyncpg.Record | None, list[asyncpg.Record]]:
@@ -158,7 +171,8 @@ async def resolve(pool: asyncpg.Pool, text: str, dataset: str | None, argument: 
         name, _, rest = normalized.partition(",")
         qualifier = rest.strip()
         matches = await store.name_matches(pool, name.strip(), dataset, MAX_MATCHES)
-        rows = [row for row in matches if _qualifies(row, qualifier)]
+        state_codes = await _state_codes(pool, qualifier)
+        rows = [row for row in matches if _qualifies(row, qualifier, state_codes)]
     for tier, label in ((store.NAME_TIER, "name"), (store.ALTERNATE_NAME_TIER, "alternate name")):
         tiered = [row for row in rows if row["tier"] == tier]
         if not tiered:
