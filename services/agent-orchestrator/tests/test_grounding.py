@@ -89,6 +89,18 @@ def test_unit_conversions_where_the_tool_reported_the_unit() -> None:
     assert [n.supported for n in check_answer(f"{STATS['mean']} °C", results()).numbers] == [False]
 
 
+def test_a_decrease_written_as_its_size_is_supported() -> None:
+    change = {"change": -67.7163, "change_percent": -63.42, "unit": "mm/month"}
+    source = [ToolResultText("call_change", "detect_change", json.dumps(change))]
+    answer = "Precipitation fell by 67.7 mm/month, a drop of 63.42 %; it rose by 63.42 % elsewhere."
+    checked = [(n.number.text, n.supported, n.match) for n in check_answer(answer, source).numbers]
+    assert checked == [
+        ("67.7 mm", True, "size of rounded"),
+        ("63.42 %", True, "size of exact"),
+        ("63.42 %", False, ""),  # a rise is not the size of a fall
+    ]
+
+
 def test_numbers_in_text_results_and_in_the_question() -> None:
     numbers = by_text("At 90 m resolution; you asked about 7 km around it.", question="what within 7 km?")
     assert numbers["90 m"].supported and numbers["90 m"].call_id == "call_text"  # type: ignore[attr-defined]

@@ -13,7 +13,7 @@ import json
 import math
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 # Relative slack on top of the written precision: float noise and conversion constants.
@@ -105,6 +105,13 @@ DATE_SPANS = [
     re.compile(rf"\b(?:{MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b(?:,?\s+\d{{4}})?", re.IGNORECASE),
 ]
 LIST_MARKER = re.compile(r"(?m)^[ \t]*(?:[-*][ \t]+)?\d{1,2}[.)](?=[ \t])")
+# "fell by 63.4 %", "a decrease of 67.7 mm": a change of -63.4 % written as its size after a word
+# of decrease (up to three words before the number).
+DECREASE = re.compile(
+    r"\b(?:fell|falls?|falling|decreas\w*|dropp?\w*|declin\w*|down|lower|less|reduc\w*|loss|lost|shr[iau]nk\w*)"
+    r"\b(?:\s+[\w.-]+){0,3}\s*$",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -354,6 +361,9 @@ def check_answer(answer: str, results: list[ToolResultText], question: str = "",
     report = GroundingReport()
     for number in extract_numbers(answer):
         from_tool = _best(number, sources)
+        if from_tool is None and number.value > 0 and DECREASE.search(answer[max(0, number.start - 40) : number.start]):
+            found = _best(replace(number, value=-number.value), sources)
+            from_tool = (f"size of {found[0]}", found[1]) if found else None
         if from_tool is not None:
             kind, source = from_tool
             report.numbers.append(CheckedNumber(number, True, source.call_id, source.tool_name, source.value, kind))
