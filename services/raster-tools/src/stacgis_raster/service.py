@@ -478,14 +478,18 @@ class RasterService:
             "time": note,
             "results": results,
         }
-        classes = [
-            f"{name} = {value['value']}: {value['class']}"
+        classes = {
+            name: str(value["class"])
             for name, value in (results[-1].get("values") or {}).items()
             if isinstance(value, dict) and "class" in value
-        ]
+        }
         if classes:
-            # The class in words, first: asked "land or water?" the model read the band name "land".
-            out = {"class_at_point": "; ".join(classes), **out}
+            # The class in words, first and alone: asked "land or water?" the model answered "land"
+            # from "land = 0: Water" (the band's name); the band is named only when there are several.
+            named = [f"{label} (band {name})" for name, label in classes.items()]
+            if len(classes) == 1:
+                named = [*classes.values()]
+            out = {"class_at_point": "; ".join(named), **out}
         if series and inside:
             out["all_time_steps"] = series
         if not inside:
