@@ -491,3 +491,41 @@ async def test_a_place_no_collection_of_the_variable_reaches_ends_in_a_refusal_n
     await call_then_answer(model_url, tag, [statistics], "{{tool:get_raster_statistics:statistics.mean}} m")
     events = await run_events(places_orch.url, {"message": unique(tag + "?")}, timeout=120)
     assert "cannot answer" not in terminal(events).proto.done.content
+
+
+@pytest.mark.asyncio
+async def test_a_layer_for_a_question_asking_no_data_is_a_zoom_and_a_made_up_place_is_left_out(
+    places_orch: RunningService, real_vector: RunningService, model_url: str
+) -> None:
+    error, nairobi = await call_tool(real_vector.url, "resolve_place", {"place": "Nairobi"})
+    assert not error, nairobi
+    layer = {"collection_id": "nlcd-puerto-rico", "colormap": "viridis", "place": "Nairobi", "lat": 1.0, "lon": 2.0}
+    events = await one_call(places_orch, model_url, "Show me Nairobi on the map", "visualize_collection", layer)
+    command = payload(events, "frontend_tool")
+    assert command["name"] == "zoom_to_location"
+    lon, lat = nairobi["place"]["point"]
+    assert (command["arguments"]["lon"], command["arguments"]["lat"]) == pytest.approx((lon, lat), abs=1e-5)
+
+    # The question names no place: the one the model added is left out, the layer shows at its extent.
+    shown = {"collection_id": "bcsd-precipitation-1999", "place": "South-eastern United States"}
+    tag = "Display the monthly precipitation of 1999 on the map"
+    events = await one_call(places_orch, model_url, tag, "visualize_collection", shown)
+    command = payload(events, "frontend_tool")
+    assert command["name"] == "visualize_collection"
+    assert command["arguments"]["collection_id"] == "bcsd-precipitation-1999"
+    assert not {"place", "lat", "lon"} & set(command["arguments"]), command
+    assert not [e for e in events if e.name == "tool_error"]
+
+
+@pytest.mark.asyncio
+async def test_a_place_looked_up_without_a_data_call_is_checked_against_the_variable_asked(
+    places_orch: RunningService, model_url: str
+) -> None:
+    # Land cover exists only for Puerto Rico; the model looked Nairobi up as a boundary and guessed.
+    tag = "Which land cover class is at Nairobi"
+    lookup = {"name": "query_vector_by_bbox", "arguments": {"place": "Nairobi", "dataset": "countries"}}
+    await call_then_answer(model_url, tag, [lookup], "The land cover class at Nairobi is urban.")
+    events = await run_events(places_orch.url, {"message": unique(tag + "?")}, timeout=120)
+    answer = terminal(events).proto.done.content
+    assert answer.startswith("I cannot answer that from the data here: no land cover data covers Nairobi ("), answer
+    assert "nlcd-puerto-rico" in answer and "urban" not in answer

@@ -33,7 +33,17 @@ from .llm.text_tools import describe_tools_for_prompt, parse_json_answer, parse_
 from .llm.types import Message, ModelError, ModelTurn, TextDelta, ThinkingDelta, ToolCall, ToolSpec, new_call_id
 from .memory import ConversationMemory, consistent_history, truncate_result
 from .prefix import all_tools, offered_specs
-from .premises import Catalog, Gap, asked_variables, call_gap, catalogue_gaps, misses_years, place_gap, sole_holder
+from .premises import (
+    Catalog,
+    Gap,
+    asked_variables,
+    asks_for_data,
+    call_gap,
+    catalogue_gaps,
+    misses_years,
+    place_gap,
+    sole_holder,
+)
 from .prompts import (
     FAILED_CALL,
     FORCE_ANSWER,
@@ -51,7 +61,7 @@ from .settings import OrchestratorSettings
 from .tools.calls import PreparedCall, prepare_call, renamed, unique_ids
 from .tools.catalog import ToolCatalog
 from .tools.periods import settle_comparison, settle_period
-from .tools.places import PlaceError, resolve_place, settle_places
+from .tools.places import PlaceError, resolve_place, settle_places, settle_view
 from .tools.pool import ToolPool, ToolUnavailable
 from .tools.registry import RegisteredTool
 from .tools.selection import ToolSelector
@@ -152,7 +162,7 @@ class AgentRun:
         self.catalog = Catalog()
         # Set once a call asked for raster data (a collection_id), whether or not it succeeded.
         self.data_asked = False
-        # Places of this run's data calls that the question names, with what the catalogue lacks there.
+        # Places of this run's calls that the question names, with what the catalogue lacks there.
         self.place_gaps: dict[str, Gap | None] = {}
         self.memories: list[str] = []  # the user's long-term memories relevant to this message
         self.place_areas: dict[str, tuple[float, float, float, float]] = {}  # places resolved for the premises
@@ -351,14 +361,20 @@ class AgentRun:
     def _premise_gap(self, draft: str) -> Gap | None:
         """What the catalogue cannot answer of the question (`premises`), for a draft that does not
         already say so. Runs that asked for raster data (a call with a collection, even one that
-        failed) are checked for every gap. Others only for a variable no collection holds, when the
-        draft gives numbers and no tool result of the run speaks of the variable ("the PM2.5 level in
-        Berlin" answered with Berlin's coordinates); a concept question's answer is never replaced."""
+        failed) are checked for every gap. Others for a place the question names that a call looked
+        up, and for a variable no collection holds when the draft gives numbers and no tool result
+        of the run speaks of the variable ("the PM2.5 level in Berlin" answered with Berlin's
+        coordinates); a concept question's answer is never replaced."""
         if not self.settings.premise_check or not draft.strip():
             return None
         if not self.data_asked:
-            if is_concept_question(self.run.message) or not extract_numbers(draft):
+            if is_concept_question(self.run.message):
                 return None
+            # A place the question names that no collection of the variable reaches ("land cover at
+            # Nairobi" answered after a boundary lookup): checked for any call with that place.
+            placed = next((g for g in self.place_gaps.values() if g is not None and not g.answered_by(draft)), None)
+            if placed is not None or not extract_numbers(draft):
+                return placed
             unspoken = [
                 g
                 for g in catalogue_gaps(self.run.message, self.catalog)
@@ -706,8 +722,10 @@ class AgentRun:
         calls = [self._settle_time(self._misnamed(call, offered)) for call in calls]
         data_calls = [c for c in calls if "collection_id" in c.arguments or "collection_ids" in c.arguments]
         self.data_asked = self.data_asked or bool(data_calls)
-        for call in data_calls:
+        for call in calls:
             await self._check_place(call.arguments.get("place"))
+        wants_data = asks_for_data(self.run.message, self.catalog)
+        calls = [settle_view(call, self.run.message, wants_data, self.memories) for call in calls]
         calls = await settle_places(
             [self._settle_collection(call) for call in calls],
             self.deps.catalog,

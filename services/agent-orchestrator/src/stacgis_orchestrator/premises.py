@@ -156,6 +156,18 @@ def asked_variables(question: str) -> list[tuple[str, str]]:
     return list(seen.items())
 
 
+_DATA_WORDS = re.compile(r"\b(?:layers?|collections?|datasets?|data|raster|imagery)\b", re.I)
+
+
+def asks_for_data(question: str, catalog: Catalog) -> bool:
+    """Whether the question asks for data (a variable, a collection by id, a layer), not only a place
+    ("Show me Tokyo on the map")."""
+    lowered = question.lower()
+    return bool(asked_variables(question) or _DATA_WORDS.search(question)) or any(
+        cid in lowered for cid in catalog.collections
+    )
+
+
 @cache
 def _term_pattern(term: str) -> re.Pattern[str]:
     words = [re.escape(w) for w in re.split(r"[\s\-]+", term.lower())]

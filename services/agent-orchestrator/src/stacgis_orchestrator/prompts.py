@@ -38,9 +38,12 @@ FORCE_ANSWER = (
 # Closes the result of the knowledge search made for a concept question (in the tool message, so the
 # question stays the last user message): the 1.5B model otherwise paraphrased the
 # passages away ("computed from bands 4 and 3" for "near infrared and red") or invented a producer.
+# The passages come best match first; asked "which bands is NDVI computed from?", the model answered
+# from the second (this product's NDVI range) when told only to use "these passages".
 KNOWLEDGE_ANSWER = (
-    "Answer the question from these passages, keeping their own words for the key terms and names, "
-    "and say which document the answer comes from."
+    "Answer the question from the first passage, keeping its own words for the key terms and names; "
+    "add from the other passages only what the question asks and the first does not say. "
+    "Say which document the answer comes from."
 )
 FORCE_ANSWER_AGAIN = "Tools are closed: a tool call is not run now. Write your answer as plain text."
 REPEATED_CALL = (

@@ -25,6 +25,10 @@
   get_timeseries ("the highest monthly temperature of 1999 in Knoxville" needs the months at
   Knoxville, not one mean over time of a circle around it), for one month or day as
   query_raster_point (the city's cell, not a 10 km circle across neighbouring cells).
+- A layer asked for by a question that asks for no data ("Show me Tokyo on the map" sent to
+  visualize_collection with some collection) is a zoom to the place (`settle_view`); a layer's place
+  that neither the question nor a memory names (one the model made up: "South-eastern United
+  States") is left out, so the layer shows at its own extent.
 - The place name of a map tool (zoom_to_location, visualize_collection) is resolved by vector-tools'
   `resolve_place` over MCP (with the run's headers, like any tool call): the browser gets plain
   coordinates, so it needs no resolver of its own.
@@ -309,6 +313,34 @@ def remembered_place(place: str, memories: Sequence[str]) -> str | None:
         if found:
             return found.group("value")
     return None
+
+
+def _named_in(place: str, question: str) -> bool:
+    """Whether the question names the place: a word of its name ("Tokyo (cities/1850147)") is one of
+    the question's; a feature ref ("cities/1850147") came from a tool result and counts as named."""
+    name = place.split(" (", 1)[0]
+    if "/" in name:
+        return True
+    asked = set(re.findall(r"[a-z]{3,}", question.lower()))
+    return any(word in asked for word in re.findall(r"[a-z]{3,}", name.lower()))
+
+
+def settle_view(call: ToolCall, question: str, data_asked: bool, memories: Sequence[str]) -> ToolCall:
+    """A visualize_collection call as the question means it (module docstring): a zoom when no data is
+    asked for, without a place nobody named."""
+    place = call.arguments.get("place")
+    if call.name != "visualize_collection" or call.arguments_error is not None or not isinstance(place, str):
+        return call
+    user_shape = " ".join(place.lower().split()) in SELECTION_NAMES | DRAWN_NAMES
+    named = user_shape or _named_in(place, question) or remembered_place(place, memories) is not None
+    if not data_asked and named:
+        return ToolCall(
+            call.id, ZOOM_TOOL, {key: call.arguments[key] for key in ("place", "zoom") if key in call.arguments}
+        )
+    if not named:
+        view = ("place", "lat", "lon", "zoom")
+        return ToolCall(call.id, call.name, {key: value for key, value in call.arguments.items() if key not in view})
+    return call
 
 
 def typed_point(question: str) -> tuple[float, float] | None:
