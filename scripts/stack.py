@@ -29,11 +29,11 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import local_infra as infra
+import supervisor
 
 ROOT = infra.ROOT
 LOCAL = infra.LOCAL
@@ -342,83 +342,21 @@ def process_command(name: str) -> list[str]:
     raise SystemExit(f"[stack] unknown process {name!r}; known: ingress, {', '.join(BY_NAME)}")
 
 
-def describe_exit(code: int) -> str:
-    if code < 0:
-        return f"signal {signal.Signals(-code).name}"
-    return f"exit code {code}"
-
-
-def write_state(name: str, state: dict[str, Any]) -> None:
-    path = RUN / f"{name}.json"
-    path.write_text(json.dumps(state))
-
-
 def read_state(name: str) -> dict[str, Any]:
-    try:
-        data = json.loads((RUN / f"{name}.json").read_text())
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}
+    return supervisor.read_state(RUN, name)
 
 
 def supervise(name: str) -> int:
     """Run one process, its output appended to .local/logs/NAME.log; restart it when it dies."""
-    command = process_command(name)
-    RUN.mkdir(parents=True, exist_ok=True)
-    LOGS.mkdir(parents=True, exist_ok=True)
-    log_path = LOGS / f"{name}.log"
-    pid_path = RUN / f"{name}.pid"
-    stopping = False
-    child: subprocess.Popen[bytes] | None = None
-
-    def note(message: str) -> None:
-        line = f"[stack] {time.strftime('%H:%M:%S')} {message}"
-        print(line, flush=True)
-        with log_path.open("a") as log:
-            log.write(line + "\n")
-
-    def stop(signum: int, _frame: FrameType | None) -> None:
-        nonlocal stopping
-        stopping = True
-        if child is not None and child.poll() is None:
-            child.send_signal(signal.SIGTERM)
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    backoff, restarts, last_exit = BACKOFF_FIRST, 0, None
-    while not stopping:
-        started = time.monotonic()
-        with log_path.open("ab") as log:
-            # Its own process group: honcho signals this supervisor's group, and the service gets
-            # exactly one SIGTERM, forwarded below (a second one makes uvicorn skip its graceful stop).
-            child = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
-        pid_path.write_text(str(child.pid))
-        write_state(name, {"pid": child.pid, "supervisor": os.getpid(), "restarts": restarts, "last_exit": last_exit})
-        note(f"{name} started (pid {child.pid})")
-        code = child.wait()
-        if stopping:
-            break
-        ran = time.monotonic() - started
-        if ran >= BACKOFF_RESET_AFTER:
-            backoff = BACKOFF_FIRST
-        restarts += 1
-        last_exit = describe_exit(code)
-        write_state(name, {"pid": None, "supervisor": os.getpid(), "restarts": restarts, "last_exit": last_exit})
-        note(f"{name} stopped ({last_exit}) after {ran:.1f} s; restarting in {backoff:.0f} s")
-        deadline = time.monotonic() + backoff
-        while not stopping and time.monotonic() < deadline:
-            time.sleep(0.1)
-        backoff = min(backoff * 2, BACKOFF_MAX)
-    if child is not None:
-        try:
-            child.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
-    pid_path.unlink(missing_ok=True)
-    (RUN / f"{name}.json").unlink(missing_ok=True)
-    note(f"{name} stopped")
-    return 0
+    program = supervisor.Program(
+        name=name,
+        command=process_command(name),
+        run_dir=RUN,
+        log_path=LOGS / f"{name}.log",
+        cwd=ROOT,
+        backoff=supervisor.Backoff(BACKOFF_FIRST, BACKOFF_MAX, BACKOFF_RESET_AFTER),
+    )
+    return supervisor.supervise(program)
 
 
 # -- up / down / status --------------------------------------------------------------------------
@@ -488,7 +426,7 @@ def wait_ready(services: list[Service], timeout: float = READY_TIMEOUT_SECONDS) 
             break
         if honcho_pid() is None:
             raise SystemExit(f"[stack] the process manager stopped; see {LOGS / 'services.log'}")
-        crashing = [name for name in pending if read_state(name).get("restarts", 0) >= 3]
+        crashing = [name for name in pending if read_state(name).get("crash_loop")]
         if crashing or time.monotonic() > deadline:
             problem = "keeps crashing" if crashing else f"is not ready after {timeout:.0f} s"
             details = "\n".join(
@@ -660,9 +598,8 @@ def status() -> int:
         else:
             text = "down"
             problems += 1
-        extra = f"pid {state['pid']}" if state.get("pid") else ""
-        if state.get("restarts"):
-            extra += f", {state['restarts']} restarts (last: {state.get('last_exit')})"
+        extra = supervisor.describe_state(state)
+        problems += bool(state.get("crash_loop"))
         print(f"{service.name:18} 127.0.0.1:{service.port:<6} {text:14} {extra}")
     ingress = http_ok(f"http://127.0.0.1:{INGRESS_PORT}/")
     problems += not ingress
