@@ -19,6 +19,7 @@ from starlette.routing import BaseRoute, Route
 from stacgis_common.health import health_routes
 
 from . import ollama_wire, openai_wire
+from .capabilities import check_tools
 from .conversation import BackendError
 from .embeddings import DIMENSION, Embedder, find_embedding_model
 from .llama_backend import LlamaBackend, LlamaConfig, real_backend_problem
@@ -169,6 +170,7 @@ def build_routes(state: ServerState) -> list[BaseRoute]:
             body = validate(ollama_wire.ChatRequest, data)
             backend = registry.chat_backend(body.model)
             chat_input = body.to_chat_input()
+            check_tools(chat_input.tools)
         except BackendError as error:
             entry.finish("error", error.message, error.status)
             return ollama_error(error)
@@ -242,6 +244,7 @@ def build_routes(state: ServerState) -> list[BaseRoute]:
             body = validate(openai_wire.ChatCompletionRequest, data)
             backend = registry.chat_backend(body.model)
             chat_input = body.to_chat_input()
+            check_tools(chat_input.tools)
         except BackendError as error:
             entry.finish("error", error.message, error.status)
             return openai_wire.openai_error(error)

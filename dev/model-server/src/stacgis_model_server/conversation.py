@@ -43,6 +43,14 @@ class GenerationOptions:
 
 
 @dataclass(frozen=True)
+class Constraint:
+    """A request for constrained output (JSON format, forced tool choice): what was asked, for errors."""
+
+    field: str
+    detail: str
+
+
+@dataclass(frozen=True)
 class ChatInput:
     model: str
     messages: tuple[Message, ...]
@@ -50,6 +58,7 @@ class ChatInput:
     # None: the client did not ask; True/False: it did; a string is an effort level ("low", ...).
     think: bool | str | None = None
     options: GenerationOptions = GenerationOptions()
+    constraints: tuple[Constraint, ...] = ()
 
     @property
     def wants_thinking(self) -> bool:

@@ -2,8 +2,9 @@
 
 The prompt is rendered by the GGUF's own chat template (with `tools=`), tokens are generated one by
 one and streamed as text, and tool calls the model writes (``<tool_call>`` tags or ```` ```json ````
-fences) become native tool calls. No grammars: a tool schema only ever reaches the prompt as text,
-so no schema can crash the process.
+fences) become native tool calls. No grammars on any path (chat, tools, Ollama `format`, OpenAI
+`response_format`/`tool_choice`): a tool schema only ever reaches the prompt as text, so no schema can
+crash the process, and a request for constrained output is refused with a 400 (capabilities.py).
 
 One `Llama` object serves every request on one worker thread. llama-cpp-python reuses the longest
 token prefix shared with the previous call, so a fixed system prompt + tool block is read once; once
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from .capabilities import largest_tool_note, refuse_constraint
 from .conversation import BackendError, ChatEvent, ChatInput, Finish, Message, TextDelta, ToolCalls
 from .kv_state import StateStore
 from .model_file import MODEL_FILE_NAME, is_verified
@@ -191,6 +193,8 @@ class LlamaBackend:
         if chat.wants_thinking:
             # What Ollama answers for a model without a thinking capability.
             raise BackendError(400, f'"{chat.model}" does not support thinking')
+        if chat.constraints:
+            raise refuse_constraint(chat.constraints[0], self.name)
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[object] = asyncio.Queue()
         cancelled = threading.Event()
@@ -255,7 +259,9 @@ class LlamaBackend:
         window = min(chat.options.num_ctx or self.context, self.context)
         if len(tokens) >= window:
             raise BackendError(
-                400, f"the prompt is {len(tokens)} tokens, more than the context window of {window} (options.num_ctx)"
+                400,
+                f"the prompt is {len(tokens)} tokens, more than the context window of {window} (options.num_ctx)"
+                + largest_tool_note(chat.tools),
             )
         budget = self._budget(chat.options.num_predict, window - len(tokens))
         reused = common_prefix(llama.input_ids[: llama.n_tokens], tokens)

@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import JSONResponse, Response
 
+from .capabilities import ollama_format_constraint
 from .conversation import (
     BackendError,
     ChatEvent,
@@ -115,6 +116,7 @@ class ChatRequest(_Lenient):
                 stop=tuple(options.stop or ()),
                 num_ctx=options.num_ctx,
             ),
+            constraints=tuple(c for c in [ollama_format_constraint(self.format)] if c is not None),
         )
 
 

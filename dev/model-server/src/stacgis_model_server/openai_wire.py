@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import JSONResponse, Response
 
+from .capabilities import openai_response_format_constraint, openai_tool_choice_constraint
 from .conversation import (
     BackendError,
     ChatEvent,
@@ -84,6 +85,7 @@ class ChatCompletionRequest(_Lenient):
     messages: list[MessageIn] = Field(min_length=1)
     tools: list[Tool] | None = None
     tool_choice: Any = None
+    response_format: Any = None
     stream: bool = False
     stream_options: StreamOptions | None = None
     max_tokens: int | None = Field(default=None, ge=1)
@@ -123,10 +125,16 @@ class ChatCompletionRequest(_Lenient):
                 )
             )
         stop = [self.stop] if isinstance(self.stop, str) else self.stop or []
+        constraints = [
+            openai_response_format_constraint(self.response_format),
+            openai_tool_choice_constraint(self.tool_choice),
+        ]
+        # tool_choice "none": the model may not call a tool, so none is offered.
+        tools = [] if self.tool_choice == "none" else self.tools or []
         return ChatInput(
             model=self.model,
             messages=tuple(infer_tool_names(messages)),
-            tools=tuple(t.model_dump(exclude_none=True) for t in self.tools or []),
+            tools=tuple(t.model_dump(exclude_none=True) for t in tools),
             think=self.reasoning_effort,
             options=GenerationOptions(
                 num_predict=self.max_completion_tokens or self.max_tokens,
@@ -135,6 +143,7 @@ class ChatCompletionRequest(_Lenient):
                 seed=self.seed,
                 stop=tuple(stop),
             ),
+            constraints=tuple(c for c in constraints if c is not None),
         )
 
 
