@@ -20,11 +20,47 @@ export interface ScriptedTool {
   result: string;
 }
 
+/** A call the user must approve first; approved it runs and gives `result`, rejected it fails as the gateway reports it. */
+export interface ScriptedApproval {
+  name: string;
+  arguments: JsonObject;
+  result: string;
+  description?: string;
+  server?: string;
+  timeoutSeconds?: number;
+}
+
+/**
+ * One step of a run, after the plain `tools` and before the answer's text:
+ * a gated call, a command for the browser (chart, layer, zoom), some text, or
+ * `hold`: the stream stays open until the test calls `release()` or the user
+ * stops the run (then it finishes as cancelled, as the orchestrator does).
+ */
+export type ScriptedStep =
+  | { approval: ScriptedApproval }
+  | { frontend: { name: string; arguments: JsonObject } }
+  | { text: string }
+  | { hold: true };
+
 export interface ScriptedAnswer {
   content: string;
   tools?: ScriptedTool[];
+  steps?: ScriptedStep[];
   grounding?: MessageInitShape<typeof GroundingSchema>;
 }
+
+/** Body of a POST /chat/stream the app sent. */
+export interface ChatRequestBody {
+  message: string;
+  session_id: string | null;
+  spatial_context?: { drawn_geometry?: unknown; selected_feature?: unknown; map_center?: unknown; zoom?: unknown };
+}
+
+/** A 1×1 opaque orange PNG: every raster tile of a scripted layer. */
+const TILE_PNG = Buffer.from(
+  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg==",
+  "base64",
+);
 
 interface StoredMessage {
   role: "user" | "assistant" | "tool";
@@ -48,6 +84,17 @@ export class FakeGateway {
   readonly sessions = new Map<string, Session>();
   /** Answers handed out in order, one per message sent. */
   readonly answers: ScriptedAnswer[] = [];
+  /** Every chat request received, in order. */
+  readonly requests: ChatRequestBody[] = [];
+  /** Answers to approvals: approval id -> approved. */
+  readonly approvals = new Map<string, boolean>();
+  /** Layers the tile endpoint describes: collection id -> TileJSON fields (bounds, rescale, units…). */
+  readonly layers = new Map<string, JsonObject>([["global-land-mask", { name: "Land mask", bounds: [-180, -85, 180, 85] }]]);
+  /** While true every model slot is taken: new runs are refused with the gate's 503 and capacity shows none free. */
+  busy = false;
+  private readonly waiting = new Map<string, (approved: boolean) => void>();
+  private readonly cancels = new Map<string, () => void>();
+  private releases: (() => void)[] = [];
   private server: Server | null = null;
   url = "";
 
@@ -61,6 +108,13 @@ export class FakeGateway {
     return this.url;
   }
 
+  /** Lets every held stream go on. */
+  release(): void {
+    const pending = this.releases;
+    this.releases = [];
+    pending.forEach((go) => go());
+  }
+
   async stop(): Promise<void> {
     this.server?.closeAllConnections();
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
@@ -70,7 +124,9 @@ export class FakeGateway {
     const path = new URL(req.url ?? "/", "http://x").pathname;
     const method = req.method ?? "GET";
     if (method === "GET" && path === "/api/v1/info") return json(res, 200, { model: "fake-model", provider: "test", auth_mode: "none" });
-    if (method === "GET" && path === "/api/v1/chat/capacity") return json(res, 200, { active: 0, max: 4, available: 4 });
+    if (method === "GET" && path === "/api/v1/chat/capacity") {
+      return json(res, 200, this.busy ? { active: 4, max: 4, available: 0 } : { active: 0, max: 4, available: 4 });
+    }
     if (method === "GET" && path === "/api/v1/chat/sessions") {
       const list = [...this.sessions.values()].reverse().map((s) => ({
         id: s.id,
@@ -88,12 +144,44 @@ export class FakeGateway {
       return json(res, 200, { session_id: session.id, title: session.title, messages: session.messages });
     }
     if (method === "POST" && path === "/api/v1/chat/stream") return this.stream(req, res);
+    const approval = /^\/api\/v1\/chat\/approvals\/([^/]+)$/.exec(path);
+    if (method === "POST" && approval) {
+      const id = decodeURIComponent(approval[1]);
+      const answer = this.waiting.get(id);
+      if (!answer) return json(res, 404, { detail: "approval not found" });
+      const { approved } = JSON.parse(await readBody(req)) as { approved: boolean };
+      this.waiting.delete(id);
+      this.approvals.set(id, approved);
+      answer(approved);
+      return json(res, 200, { approval_id: id, approved });
+    }
+    const cancel = /^\/api\/v1\/chat\/runs\/([^/]+)\/cancel$/.exec(path);
+    if (method === "POST" && cancel) {
+      const stop = this.cancels.get(decodeURIComponent(cancel[1]));
+      if (!stop) return json(res, 404, { detail: "run not found" });
+      stop();
+      return json(res, 202, { status: "cancelling" });
+    }
+    const tilejson = /^\/tiles\/([^/]+)\/tilejson\.json$/.exec(path);
+    if (method === "GET" && tilejson) {
+      const id = decodeURIComponent(tilejson[1]);
+      const layer = this.layers.get(id);
+      if (!layer) return json(res, 404, { detail: `no collection ${id}` });
+      return json(res, 200, { tilejson: "3.0.0", tiles: [`/tiles/${encodeURIComponent(id)}/{z}/{x}/{y}.png`], minzoom: 0, maxzoom: 14, ...layer });
+    }
+    if (method === "GET" && /^\/tiles\/[^/]+\/\d+\/\d+\/\d+\.png$/.test(path)) {
+      res.writeHead(200, { "Content-Type": "image/png" });
+      res.end(TILE_PNG);
+      return;
+    }
     json(res, 404, { detail: `no route ${method} ${path}` });
   }
 
   private async stream(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const body = JSON.parse(await readBody(req)) as { message?: unknown; session_id?: unknown };
+    const body = JSON.parse(await readBody(req)) as ChatRequestBody;
     if (typeof body.message !== "string" || !body.message.trim()) return json(res, 422, { detail: [{ loc: ["body", "message"], msg: "message is required" }] });
+    this.requests.push(body);
+    if (this.busy) return json(res, 503, { detail: "all model slots are busy", active: 4, max: 4, available: 0 });
     const answer = this.answers.shift();
     if (!answer) return json(res, 503, { detail: "no scripted answer left" });
     const now = new Date().toISOString();
@@ -103,48 +191,108 @@ export class FakeGateway {
       this.sessions.set(session.id, session);
     }
     const runId = randomUUID();
-    const events: Payload[] = [{ case: "runStarted", value: { sessionId: session.id, model: "fake-model", maxSteps: 8 } }];
-    const tools = answer.tools ?? [];
-    tools.forEach((tool, i) => {
-      const callId = `call-${i + 1}`;
-      events.push({ case: "toolStart", value: { callId, toolName: tool.name, arguments: tool.arguments, server: "raster-tools" } });
-      events.push({ case: "toolResult", value: { callId, toolName: tool.name, result: tool.result, durationMs: BigInt(40 + i) } });
-    });
-    // The answer arrives in pieces, as a model streams it.
-    for (const piece of answer.content.match(/[\s\S]{1,12}/g) ?? []) events.push({ case: "content", value: { text: piece } });
-    events.push({
-      case: "done",
-      value: {
-        content: answer.content,
-        finishReason: "completed",
-        steps: tools.length + 1,
-        toolCalls: tools.length,
-        ...(answer.grounding ? { grounding: answer.grounding } : {}),
-      },
+    let cancelled = false;
+    let wake: () => void = () => undefined;
+    this.cancels.set(runId, () => {
+      cancelled = true;
+      wake();
     });
 
     res.writeHead(200, { "Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Run-Id": runId });
     let seq = 0;
-    for (const payload of events) {
+    const send = async (payload: Payload): Promise<void> => {
       seq += 1;
       const event = create(AgentEventSchema, { runId, seq: BigInt(seq), step: 1, payload });
       const name = payload.case ? SSE_EVENT_NAMES[payload.case] : "message";
       res.write(`id: ${Date.now()}-${seq}\nevent: ${name}\ndata: ${JSON.stringify(toJson(AgentEventSchema, event))}\n\n`);
       await new Promise((resolve) => setTimeout(resolve, 15));
+    };
+    /** Waits for `ready` to be called, or for the user to cancel the run. */
+    const until = <T,>(register: (ready: (value: T) => void) => void): Promise<T | null> =>
+      new Promise((resolve) => {
+        wake = () => resolve(null);
+        register(resolve);
+        if (cancelled) resolve(null);
+      });
+
+    await send({ case: "runStarted", value: { sessionId: session.id, model: "fake-model", maxSteps: 8 } });
+    const calls: { id: string; name: string; arguments: JsonObject; result: string }[] = [];
+    const tools = answer.tools ?? [];
+    for (const tool of tools) {
+      const callId = `call-${calls.length + 1}`;
+      await send({ case: "toolStart", value: { callId, toolName: tool.name, arguments: tool.arguments, server: "raster-tools" } });
+      await send({ case: "toolResult", value: { callId, toolName: tool.name, result: tool.result, durationMs: BigInt(40 + calls.length) } });
+      calls.push({ id: callId, ...tool });
     }
+    let text = "";
+    for (const step of answer.steps ?? []) {
+      if (cancelled) break;
+      if ("hold" in step) {
+        await until<void>((go) => this.releases.push(() => go()));
+      } else if ("text" in step) {
+        text += step.text;
+        await send({ case: "content", value: { text: step.text } });
+      } else if ("frontend" in step) {
+        const callId = `call-${calls.length + 1}`;
+        await send({ case: "frontendTool", value: { callId, name: step.frontend.name, arguments: step.frontend.arguments } });
+        calls.push({ id: callId, ...step.frontend, result: "shown" });
+      } else {
+        const gated = step.approval;
+        const callId = `call-${calls.length + 1}`;
+        const approvalId = randomUUID();
+        await send({
+          case: "approvalRequired",
+          value: {
+            approvalId,
+            callId,
+            toolName: gated.name,
+            arguments: gated.arguments,
+            timeoutSeconds: gated.timeoutSeconds ?? 120,
+            server: gated.server ?? "",
+            description: gated.description ?? "",
+          },
+        });
+        const approved = await until<boolean>((decide) => this.waiting.set(approvalId, decide));
+        this.waiting.delete(approvalId);
+        if (approved === null) break;
+        if (approved) {
+          await send({ case: "toolStart", value: { callId, toolName: gated.name, arguments: gated.arguments, server: gated.server ?? "" } });
+          await send({ case: "toolResult", value: { callId, toolName: gated.name, result: gated.result, durationMs: 12n } });
+        } else {
+          await send({ case: "toolError", value: { callId, toolName: gated.name, error: "The user rejected this call", durationMs: 0n, kind: "rejected" } });
+        }
+        calls.push({ id: callId, ...gated, result: approved ? gated.result : "rejected" });
+      }
+    }
+    if (!cancelled) {
+      // The answer arrives in pieces, as a model streams it.
+      for (const piece of answer.content.match(/[\s\S]{1,12}/g) ?? []) await send({ case: "content", value: { text: piece } });
+      text += answer.content;
+    }
+    await send({
+      case: "done",
+      value: {
+        content: text,
+        finishReason: cancelled ? "cancelled" : "completed",
+        steps: calls.length + 1,
+        toolCalls: calls.length,
+        ...(answer.grounding && !cancelled ? { grounding: answer.grounding } : {}),
+      },
+    });
+    this.cancels.delete(runId);
     res.end();
 
     session.messages.push({ role: "user", content: body.message, created_at: now });
-    if (tools.length > 0) {
+    if (calls.length > 0) {
       session.messages.push({
         role: "assistant",
         content: "",
-        tool_calls: tools.map((t, i) => ({ id: `call-${i + 1}`, name: t.name, arguments: t.arguments })),
+        tool_calls: calls.map((c) => ({ id: c.id, name: c.name, arguments: c.arguments })),
         created_at: now,
       });
-      tools.forEach((t, i) => session.messages.push({ role: "tool", content: t.result, tool_call_id: `call-${i + 1}`, created_at: now }));
+      calls.forEach((c) => session.messages.push({ role: "tool", content: c.result, tool_call_id: c.id, created_at: now }));
     }
-    session.messages.push({ role: "assistant", content: answer.content, created_at: new Date().toISOString() });
+    session.messages.push({ role: "assistant", content: text, created_at: new Date().toISOString() });
     session.updated_at = new Date().toISOString();
   }
 }

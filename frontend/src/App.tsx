@@ -8,13 +8,14 @@ import { useUiStore } from "./state/uiStore";
 
 function Header() {
   const model = useChatStore((s) => s.chat.model);
+  const provider = useChatStore((s) => s.chat.provider);
   const panels = useUiStore((s) => s.panels);
   const setPanel = useUiStore((s) => s.setPanel);
   return (
     <header className="topbar">
       <h1 className="brand">stacgis</h1>
       <span className="model-badge" data-testid="model" title="Model answering">
-        {model ? `Model: ${model}` : "Model: …"}
+        {model ? `Model: ${model}${provider ? ` (${provider})` : ""}` : "Model: …"}
       </span>
       <div className="topbar-buttons">
         <button

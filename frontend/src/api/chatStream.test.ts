@@ -3,7 +3,7 @@ import { chatReducer } from "../state/chatReducer";
 import { initialChatState, type ChatState } from "../state/chatTypes";
 import { frame } from "../test/events";
 import type { AgentEvent } from "./agentEvents";
-import { streamChat, type ChatRequest } from "./chatStream";
+import { DRAIN_GRACE_MS, streamChat, type ChatRequest } from "./chatStream";
 import { ActiveRunError, GatewayUnreachableError, HttpError, QueueFullError, StreamLostError } from "./errors";
 
 const REQUEST: ChatRequest = {
@@ -90,7 +90,51 @@ function collector() {
 
 const fast = { resumeDelayMs: () => 1 };
 
+/** A body sending `chunks` and then closing when `close()` is called; records whether the reader cancelled it. */
+function closableResponse(chunks: string[]) {
+  const encoder = new TextEncoder();
+  let controller!: ReadableStreamDefaultController<Uint8Array>;
+  const seen = { cancelled: false };
+  const body = new ReadableStream<Uint8Array>({
+    start(c) {
+      controller = c;
+      for (const chunk of chunks) c.enqueue(encoder.encode(chunk));
+    },
+    cancel() {
+      seen.cancelled = true;
+    },
+  });
+  const response = new Response(body, { status: 200, headers: { "Content-Type": "text/event-stream" } });
+  return { response, seen, close: () => controller.close() };
+}
+
 describe("streamChat", () => {
+  it("lets the gateway close a finished stream instead of aborting the request", async () => {
+    const body = closableResponse(FRAMES);
+    const { fn } = fakeFetch([body.response]);
+    const c = collector();
+    // The run is over at `done`, before the server has closed the connection.
+    await expect(streamChat(REQUEST, c.handlers, { fetch: fn })).resolves.toBe("finished");
+    expect(c.answer().status).toBe("complete");
+    body.close();
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(body.seen.cancelled).toBe(false);
+  });
+
+  it("cancels a finished stream the server keeps open, once the grace has passed", async () => {
+    vi.useFakeTimers();
+    try {
+      const body = closableResponse(FRAMES);
+      const { fn } = fakeFetch([body.response]);
+      await expect(streamChat(REQUEST, collector().handlers, { fetch: fn })).resolves.toBe("finished");
+      expect(body.seen.cancelled).toBe(false);
+      await vi.advanceTimersByTimeAsync(DRAIN_GRACE_MS);
+      expect(body.seen.cancelled).toBe(true);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it("posts the message with the spatial context and follows the run to done", async () => {
     const { fn, calls } = fakeFetch([sseResponse([": ping\n\n", ...FRAMES])]);
     const c = collector();

@@ -71,6 +71,26 @@ function isAbort(err: unknown, signal?: AbortSignal): boolean {
   return Boolean(signal?.aborted) || (err instanceof Error && err.name === "AbortError");
 }
 
+/** After a terminal event, what a stream still holds. */
+export const DRAIN_GRACE_MS = 5_000;
+
+/** Reads a finished stream to its end in the background; cancels it only if the server keeps it open. */
+function drain(reader: ReadableStreamDefaultReader<Uint8Array>, signal?: AbortSignal): void {
+  const stop = () => void reader.cancel("finished").catch(() => undefined);
+  const timer = setTimeout(stop, DRAIN_GRACE_MS);
+  signal?.addEventListener("abort", stop, { once: true });
+  void (async () => {
+    try {
+      for (;;) if ((await reader.read()).done) break;
+    } catch {
+      // Cancelled or broken after the end: nothing of the run is lost.
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", stop);
+    }
+  })();
+}
+
 /**
  * Reads one SSE response body until it ends, errors, or goes idle. Returns normally
  * in all those cases; the caller decides from the cursor whether to resume.
@@ -122,7 +142,9 @@ async function consume(
         handlers.onEvent(event, message.id);
         if (isTerminal(event)) {
           cursor.finished = true;
-          await reader.cancel().catch(() => undefined);
+          // The gateway closes the stream itself right after the last event: let it, rather than
+          // cancelling a request that has nothing left to send (the browser logs that as aborted).
+          drain(reader, signal);
           return;
         }
       }

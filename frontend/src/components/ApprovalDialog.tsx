@@ -1,11 +1,13 @@
 import { useEffect, useRef, useState } from "react";
 import { answerApproval } from "../state/chatController";
 import { useChatStore } from "../state/chatStore";
+import { SafeMarkdown } from "./SafeMarkdown";
 
 /** Asks the user before an approval-gated tool runs; shows the tool and its arguments. */
 export function ApprovalDialog() {
   const approval = useChatStore((s) => s.chat.approval);
   const dialogRef = useRef<HTMLDialogElement>(null);
+  const approveRef = useRef<HTMLButtonElement>(null);
   const [reason, setReason] = useState("");
   const [sending, setSending] = useState(false);
   const [now, setNow] = useState(() => Date.now());
@@ -13,7 +15,12 @@ export function ApprovalDialog() {
   useEffect(() => {
     const dialog = dialogRef.current;
     if (!dialog) return;
-    if (approval && !dialog.open) dialog.showModal();
+    if (approval && !dialog.open) {
+      dialog.showModal();
+      // showModal focuses the first focusable element, which is the scrollable arguments box:
+      // start on Approve so Enter answers, as the dialog's default action.
+      approveRef.current?.focus();
+    }
     if (!approval && dialog.open) dialog.close();
   }, [approval]);
 
@@ -56,8 +63,13 @@ export function ApprovalDialog() {
             The assistant wants to run <code data-testid="approval-tool">{approval.toolName}</code>
             {approval.server ? <> on <strong>{approval.server}</strong></> : null} with these arguments:
           </p>
-          {approval.description ? <p className="approval-description">{approval.description}</p> : null}
-          <pre className="approval-args" data-testid="approval-args">
+          {approval.description ? (
+            <div className="approval-description" data-testid="approval-description">
+              <SafeMarkdown text={approval.description} />
+            </div>
+          ) : null}
+          {/* Focusable so the keyboard can scroll long arguments. */}
+          <pre className="approval-args" data-testid="approval-args" tabIndex={0} aria-label="Arguments">
             {JSON.stringify(approval.arguments, null, 2)}
           </pre>
           {remaining !== null ? (
@@ -74,7 +86,7 @@ export function ApprovalDialog() {
             <button type="button" className="danger" disabled={sending} onClick={() => void answer(false)}>
               Reject
             </button>
-            <button type="submit" className="primary" disabled={sending} autoFocus>
+            <button type="submit" className="primary" disabled={sending} ref={approveRef}>
               Approve
             </button>
           </div>

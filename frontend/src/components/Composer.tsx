@@ -43,6 +43,10 @@ export function Composer() {
   const setDraft = useChatStore((s) => s.setDraft);
   const running = useChatStore((s) => isRunActive(s.chat));
   const phase = useChatStore((s) => s.chat.run?.phase);
+  const runId = useChatStore((s) => s.chat.run?.assistantId ?? null);
+  // The run during which Enter was pressed: the hint stays until that run ends.
+  const [heldDuring, setHeldDuring] = useState<string | null>(null);
+  const held = running && heldDuring !== null && heldDuring === runId;
   const speakAnswers = useUiStore((s) => s.speakAnswers);
   const setSpeakAnswers = useUiStore((s) => s.setSpeakAnswers);
   const [listening, setListening] = useState(false);
@@ -55,7 +59,11 @@ export function Composer() {
   useEffect(() => () => stopDictation.current?.(), []);
 
   const submit = () => {
-    if (running || !draft.trim()) return;
+    if (!draft.trim()) return;
+    if (running) {
+      setHeldDuring(runId);
+      return;
+    }
     const text = draft;
     setDraft("");
     void sendMessage(text);
@@ -127,12 +135,14 @@ export function Composer() {
               </svg>
             </button>
           ) : null}
+          {/* Distinct keys: reusing one element would turn the clicked Leave queue into a submit
+              button before the click's default action runs, sending the message straight back. */}
           {running ? (
-            <button type="button" className="danger" onClick={() => void stopRun()} disabled={phase === "cancelling"}>
+            <button key="stop" type="button" className="danger" onClick={() => void stopRun()} disabled={phase === "cancelling"}>
               {phase === "queued" ? "Leave queue" : phase === "cancelling" ? "Stopping…" : "Stop"}
             </button>
           ) : (
-            <button type="submit" className="primary" disabled={!draft.trim()}>
+            <button key="send" type="submit" className="primary" disabled={!draft.trim()}>
               Send
             </button>
           )}
@@ -152,6 +162,12 @@ export function Composer() {
             />{" "}
             Read answers aloud
           </label>
+        ) : null}
+        {held ? (
+          <span className="held-hint" role="status" data-testid="held-hint">
+            Not sent yet: the assistant is still answering. Your message stays here; press Enter again when the
+            answer is done, or Stop.
+          </span>
         ) : null}
         {voiceError ? (
           <span className="voice-error" role="status">

@@ -5,7 +5,7 @@ const TITLES: Record<string, string> = {
   queued: "Queued",
   unreachable: "Chat service unreachable",
   model_unavailable: "Model unavailable",
-  cancelled: "Cancelled",
+  cancelled: "Stopped",
   busy: "Busy",
   resuming: "Reconnecting",
   error: "Error",

@@ -45,7 +45,7 @@ function describe(err: unknown): string {
 export async function loadInfo(): Promise<boolean> {
   try {
     const info = await api.info();
-    if (info?.model) dispatch({ type: "set_model", model: info.provider ? `${info.model} (${info.provider})` : info.model });
+    if (info?.model) dispatch({ type: "set_model", model: info.model, provider: info.provider || null });
     if (chat().notice?.kind === "unreachable") dispatch({ type: "dismiss_notice" });
     return true;
   } catch (err) {
@@ -96,6 +96,8 @@ export async function loadSession(sessionId: string): Promise<boolean> {
 export function newConversation(): void {
   detachRun();
   dispatch({ type: "new_conversation" });
+  // A new question starts from the map alone: the last conversation's selection would be sent with it unseen.
+  useUiStore.getState().clearSelection();
 }
 
 export async function renameSession(sessionId: string, title: string): Promise<boolean> {

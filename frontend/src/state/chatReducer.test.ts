@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { AgentEvent } from "../api/agentEvents";
 import { ev } from "../test/events";
-import { chatReducer, isRunActive, type ChatAction } from "./chatReducer";
+import { CANCELLED_TEXT, chatReducer, isRunActive, type ChatAction } from "./chatReducer";
 import { initialChatState, type ChatState } from "./chatTypes";
 
 const RUN = "run-1";
@@ -57,6 +57,18 @@ describe("chatReducer", () => {
     expect(s.model).toBe("qwen3");
     expect(s.run?.runId).toBe(RUN);
     expect(s.run?.phase).toBe("streaming");
+  });
+
+  it("keeps the model's label with its provider when a run of the same model starts", () => {
+    const named = chatReducer(started(), { type: "set_model", model: "qwen3", provider: "ollama" });
+    const s = apply(named, FULL_RUN.slice(0, 1));
+    expect([s.model, s.provider]).toEqual(["qwen3", "ollama"]);
+    // Another model answering is shown as such, without a provider it was not named with.
+    const other = apply(chatReducer(started(), { type: "set_model", model: "llama3", provider: "ollama" }), FULL_RUN.slice(0, 1));
+    expect([other.model, other.provider]).toEqual(["qwen3", null]);
+    // A new conversation keeps the label.
+    const fresh = chatReducer(s, { type: "new_conversation" });
+    expect([fresh.model, fresh.provider]).toEqual(["qwen3", "ollama"]);
   });
 
   it("streams thinking of one step into one feed entry", () => {
@@ -202,6 +214,11 @@ describe("chatReducer", () => {
     const viaError = apply(started(), [ev(RUN, 1, 1, { error: { code: "cancelled", message: "" } })]);
     expect(assistant(viaError).status).toBe("cancelled");
     expect(viaError.notice?.kind).toBe("cancelled");
+    // Under the banner's title "Stopped" the text says something new, not "Stopped. … cancelled." again.
+    for (const notice of [viaDone.notice, viaError.notice]) {
+      expect(notice?.text).toBe(CANCELLED_TEXT);
+      expect(notice?.text).not.toMatch(/^stopped/i);
+    }
   });
 
   it("marks a run stopped by the step budget", () => {

@@ -2,7 +2,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import type { AgentEvent } from "../api/agentEvents";
 import type { Capacity } from "../api/errors";
 import type { Activity, ChatState, MessageStatus, NoticeKind, UiMessage } from "./chatTypes";
-import { groundingFromEvent, rememberGrounding, restoreGrounding, type GroundingMemo } from "./grounding";
+import { groundingFromEvent, rememberGrounding, restoreGrounding } from "./grounding";
 
 export type RunFailure = "unreachable" | "busy" | "http" | "stream_lost" | "queue_left";
 
@@ -21,9 +21,12 @@ export type ChatAction =
   | { type: "history_loaded"; sessionId: string; title: string | null; messages: UiMessage[] }
   | { type: "new_conversation" }
   | { type: "session_renamed"; sessionId: string; title: string }
-  | { type: "set_model"; model: string }
+  | { type: "set_model"; model: string; provider?: string | null }
   | { type: "notice"; kind: NoticeKind; text: string }
   | { type: "dismiss_notice" };
+
+/** The banner's text after a stop; its title ("Stopped") says the rest. */
+export const CANCELLED_TEXT = "The answer was cancelled before it finished.";
 
 const FINISH_STATUS: Record<string, MessageStatus> = {
   completed: "complete",
@@ -220,7 +223,7 @@ function chartFromDescription(args: JsonObject): JsonObject | null {
 function noticeForError(code: string, message: string): { kind: NoticeKind; text: string } | null {
   switch (code) {
     case "cancelled":
-      return { kind: "cancelled", text: "Stopped. The answer was cancelled." };
+      return { kind: "cancelled", text: CANCELLED_TEXT };
     case "model_unavailable":
     case "model_timeout":
       return { kind: "model_unavailable", text: "The model is unavailable right now. Try again in a moment." };
@@ -256,7 +259,8 @@ function applyEvent(state: ChatState, event: AgentEvent, eventId: string | null)
       next = {
         ...next,
         sessionId: p.value.sessionId || next.sessionId,
-        model: p.value.model || next.model,
+        // The same model keeps its label (with its provider); only another model changes the badge.
+        ...(p.value.model && p.value.model !== next.model ? { model: p.value.model, provider: null } : {}),
       };
       if (next.notice && (next.notice.kind === "queued" || next.notice.kind === "resuming")) next.notice = null;
       break;
@@ -298,7 +302,7 @@ function applyEvent(state: ChatState, event: AgentEvent, eventId: string | null)
         run: { ...next.run!, phase: "finished" },
         approval: null,
         notice: cancelled
-          ? { kind: "cancelled", text: "Stopped. The answer was cancelled." }
+          ? { kind: "cancelled", text: CANCELLED_TEXT }
           : next.notice?.kind === "resuming"
             ? null
             : next.notice,
@@ -385,7 +389,7 @@ export function chatReducer(state: ChatState, action: ChatAction): ChatState {
         ...next,
         run: { ...run, phase: "finished" },
         approval: null,
-        notice: { kind: "cancelled", text: "Stopped. The answer was cancelled." },
+        notice: { kind: "cancelled", text: CANCELLED_TEXT },
       };
     }
     case "run_failed": {
@@ -423,15 +427,15 @@ export function chatReducer(state: ChatState, action: ChatAction): ChatState {
     }
     case "history_loaded":
       return {
-        ...initialStateFor(action.sessionId, action.title, state.model, state.groundingMemo),
+        ...initialStateFor(action.sessionId, action.title, state),
         messages: restoreGrounding(action.sessionId, action.messages, state.groundingMemo),
       };
     case "new_conversation":
-      return initialStateFor(null, null, state.model, state.groundingMemo);
+      return initialStateFor(null, null, state);
     case "session_renamed":
       return state.sessionId === action.sessionId ? { ...state, title: action.title } : state;
     case "set_model":
-      return { ...state, model: action.model };
+      return { ...state, model: action.model, provider: action.provider ?? null };
     case "notice":
       return { ...state, notice: { kind: action.kind, text: action.text } };
     case "dismiss_notice":
@@ -441,13 +445,10 @@ export function chatReducer(state: ChatState, action: ChatAction): ChatState {
   }
 }
 
-function initialStateFor(
-  sessionId: string | null,
-  title: string | null,
-  model: string | null,
-  groundingMemo: GroundingMemo[],
-): ChatState {
-  return { sessionId, title, model, messages: [], run: null, approval: null, notice: null, groundingMemo };
+/** A fresh conversation; what belongs to the tab (model, grounding memo) carries over. */
+function initialStateFor(sessionId: string | null, title: string | null, previous: ChatState): ChatState {
+  const { model, provider, groundingMemo } = previous;
+  return { sessionId, title, model, provider, messages: [], run: null, approval: null, notice: null, groundingMemo };
 }
 
 /** True while a run is being started, queued, streamed or resumed. */

@@ -114,6 +114,8 @@ export interface ChatState {
   sessionId: string | null;
   title: string | null;
   model: string | null;
+  /** The provider serving `model`, as the gateway's info names it. */
+  provider: string | null;
   messages: UiMessage[];
   run: RunState | null;
   approval: PendingApproval | null;
@@ -126,6 +128,7 @@ export const initialChatState: ChatState = {
   sessionId: null,
   title: null,
   model: null,
+  provider: null,
   messages: [],
   run: null,
   approval: null,

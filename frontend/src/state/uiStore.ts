@@ -27,6 +27,8 @@ export interface UiState {
   setSelectedFeature: (feature: Feature | null) => void;
   setDraw: (draw: DrawState) => void;
   setDrawnGeometry: (geometry: Polygon | null) => void;
+  /** Drops the clicked feature, the drawn area and any drawing in progress. */
+  clearSelection: () => void;
   setBasemap: (choice: BasemapChoice) => void;
   upsertOverlay: (overlay: RasterOverlay) => void;
   removeOverlay: (id: string) => void;
@@ -62,6 +64,7 @@ export const useUiStore = create<UiState>()((set) => ({
   setSelectedFeature: (selectedFeature) => set({ selectedFeature }),
   setDraw: (draw) => set({ draw }),
   setDrawnGeometry: (drawnGeometry) => set({ drawnGeometry }),
+  clearSelection: () => set({ selectedFeature: null, drawnGeometry: null, draw: idleDraw }),
   setBasemap: (basemap) => set({ basemap }),
   upsertOverlay: (overlay) =>
     set((s) => ({ overlays: [...s.overlays.filter((o) => o.id !== overlay.id), overlay] })),
