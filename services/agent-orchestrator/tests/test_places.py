@@ -529,3 +529,33 @@ async def test_a_place_looked_up_without_a_data_call_is_checked_against_the_vari
     answer = terminal(events).proto.done.content
     assert answer.startswith("I cannot answer that from the data here: no land cover data covers Nairobi ("), answer
     assert "nlcd-puerto-rico" in answer and "urban" not in answer
+
+
+@pytest.mark.asyncio
+async def test_an_answer_that_does_not_name_the_class_at_the_point_is_withdrawn(
+    places_orch: RunningService, placed_raster: RunningService, model_url: str
+) -> None:
+    point = {"collection_id": "global-land-mask", "lon": 0, "lat": 0}
+    error, direct = await call_tool(placed_raster.url, "query_raster_point", point)
+    assert not error, direct
+    truth = direct["class_at_point"]
+    wrong = next(c for c in ("Land", "Water") if c != truth)
+    tag = "Is the point at longitude 0, latitude 0 land or water"
+    await set_rules(
+        model_url,
+        {
+            "name": "again",
+            "match": {"last_user": "Answer again with the class the tool gave", "step": 0},
+            "content": "It is {{tool:query_raster_point:class_at_point}}.",
+        },
+        {
+            "name": "point",
+            "match": {"last_user": tag, "step": 0},
+            "tool_calls": [{"name": "query_raster_point", "arguments": point}],
+        },
+        {"name": "guess", "match": {"last_user": tag}, "content": f"It is {wrong.lower()}."},
+    )
+    events = await run_events(places_orch.url, {"message": unique(tag + "?")}, timeout=120)
+    thinking = " ".join(e.payload["text"] for e in events if e.name == "thinking")
+    assert f"Draft withdrawn: the data gives the class {truth}" in thinking, [(e.name, e.payload) for e in events]
+    assert terminal(events).proto.done.content == f"It is {truth}."

@@ -51,6 +51,7 @@ from .prompts import (
     KNOWLEDGE_ANSWER,
     REPEATED_CALL,
     UNGROUNDED_DRAFT,
+    UNSTATED_CLASS,
     results_summary,
     run_context_message,
     spatial_context_message,
@@ -286,11 +287,18 @@ class AgentRun:
                         self._withhold(turn.tool_calls)
                 if not final_step and not self.draft_withdrawn and visible.strip():
                     invented = self._invented_numbers(visible)
+                    unstated = [] if invented else self._unstated_classes(visible)
                     if invented:
                         self.draft_withdrawn = True
                         numbers = ", ".join(invented)
                         correction = UNGROUNDED_DRAFT.format(numbers=numbers, question=self.run.message)
                         self._withdraw_draft(f"no tool result gave {numbers}", memory, visible, correction)
+                        continue
+                    if unstated:
+                        self.draft_withdrawn = True
+                        classes = "; ".join(unstated)
+                        correction = UNSTATED_CLASS.format(classes=classes, question=self.run.message)
+                        self._withdraw_draft(f"the data gives the class {classes}", memory, visible, correction)
                         continue
                 gap = self._premise_gap(visible)
                 if gap is not None:
@@ -357,6 +365,20 @@ class AgentRun:
     def _invented_numbers(self, text: str) -> list[str]:
         report = check_answer(text, self._grounding_sources(), self.run.message, self.catalog_text)
         return [checked.number.text for checked in report.numbers if not checked.supported]
+
+    def _unstated_classes(self, draft: str) -> list[str]:
+        """The classes point queries of this run gave (`class_at_point`), when the draft names none."""
+        classes: list[str] = []
+        for result in self.tool_texts:
+            try:
+                data = json.loads(result.text)
+            except ValueError:
+                continue
+            named = data.get("class_at_point") if isinstance(data, dict) else None
+            if isinstance(named, str):
+                classes += [part.split(" (band ")[0].strip() for part in named.split(";")]
+        lowered = draft.lower()
+        return [] if any(c.lower() in lowered for c in classes) else classes
 
     def _premise_gap(self, draft: str) -> Gap | None:
         """What the catalogue cannot answer of the question (`premises`), for a draft that does not

@@ -57,6 +57,12 @@ UNGROUNDED_DRAFT = (
     'Call the tool that gives them (name the place, e.g. place: "Luxembourg"), or, if no dataset, place, '
     "period or variable covers my question, say so plainly and name what is missing. My question was: {question}"
 )
+# Sent (as the user's words) when the tool gave the class at a point and the draft does not name it:
+# asked "land or water?" the model answered "land" beside a result saying "Water".
+UNSTATED_CLASS = (
+    "The tool result says the class at the point is: {classes}. Your answer does not say that. "
+    "Answer again with the class the tool gave. My question was: {question}"
+)
 # Sent (as the user's words) when every call of the last step failed and the model answered with
 # advice instead of a fixed call; it repeats the question for the same reason.
 FAILED_CALL = (
