@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import math
+import shutil
+import threading
 import warnings
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import httpx
+import morecantile
 import numpy as np
 import pytest
-from raster_test_helpers import cog
+import rasterio
+from raster_test_helpers import call, call_error, cog, connect
 from rasterio.errors import NotGeoreferencedWarning
 from rasterio.io import MemoryFile
-from rio_tiler.io import Reader
+from rasterio.windows import Window, from_bounds
 
 from conftest import VectorFeatureServer
 from stacgis_common.testing import free_port, run_service
-from stacgis_raster.tiles import ZOOM_OUT_LEVELS
 
 
 def png(response: httpx.Response) -> np.ndarray:
@@ -104,40 +111,232 @@ def test_time_step_is_chosen_with_datetime(raster_service: str) -> None:
     assert not np.array_equal(january, july)
 
 
-def test_a_world_tile_of_a_small_raster_is_transparent_and_below_the_layers_minzoom(
-    raster_service: str, stac_dir: Path
+COLLECTIONS = [
+    "bcsd-precipitation-1999",
+    "bcsd-temperature-1999",
+    "global-land-mask",
+    "global-precipitation-2016",
+    "jacksboro-dem",
+    "landsat7-olinda",
+    "landsat7-olinda-ndvi",
+    "luxembourg-dem",
+    "nlcd-puerto-rico",
+    "oisst-sst",
+    "olinda-dem",
+    "rmnp-dem",
+]
+
+
+def visible_from(bounds: list[float]) -> int:
+    """First zoom where a raster's larger side spans 1/16 of a tile, from its bounds alone."""
+    tms = morecantile.tms.get("WebMercatorQuad")
+    west, south, east, north = bounds
+    left, bottom = tms.xy(west, max(south, -85.0511))
+    right, top = tms.xy(east, min(north, 85.0511))
+    world = 2 * math.pi * 6378137.0
+    return next(z for z in range(25) if max(right - left, top - bottom) * 2**z / world >= 1 / 16)
+
+
+@pytest.mark.parametrize("collection_id", COLLECTIONS)
+def test_tiles_start_at_the_tilejson_minzoom(raster_service: str, collection_id: str) -> None:
+    layer = httpx.get(f"{raster_service}/tiles/{collection_id}/tilejson.json").json()
+    minzoom = layer["minzoom"]
+    # The demo rasters are small enough to read whole from their coarsest level at any zoom, so the
+    # floor is where they become visible.
+    assert minzoom == visible_from(layer["bounds"])
+    west, south, east, north = layer["bounds"]
+    lon, lat = (west + east) / 2, max(min((south + north) / 2, 85.0), -85.0)
+    if minzoom > 0:
+        x, y = tile_xy(lon, lat, minzoom - 1)
+        below = httpx.get(f"{raster_service}/tiles/{collection_id}/{minzoom - 1}/{int(x)}/{int(y)}.png")
+        assert (rgba(png(below))[3] == 0).all()
+        assert f"below this layer's minzoom {minzoom}" in below.headers["x-tile-note"]
+    x, y = tile_xy(lon, lat, minzoom)
+    at = httpx.get(f"{raster_service}/tiles/{collection_id}/{minzoom}/{int(x)}/{int(y)}.png")
+    assert (rgba(png(at))[3] > 0).any() and "x-tile-note" not in at.headers
+
+
+def tree_memory(pid: int) -> dict[int, tuple[int, int]]:
+    """(VmRSS, VmHWM) in kB of a process and all its descendants (the read workers)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out: dict[int, tuple[int, int]] = {}
+    todo = [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            status = dict(
+                line.split(":", 1) for line in Path(f"/proc/{current}/status").read_text().splitlines() if ":" in line
+            )
+        except OSError:
+            continue
+        if "VmRSS" in status:
+            out[current] = (int(status["VmRSS"].split()[0]), int(status["VmHWM"].split()[0]))
+        todo += children.get(current, [])
+    return out
+
+
+def first_zoom_within(path: Path, cap: int) -> int:
+    """First zoom whose largest tile (at the equator) covers at most `cap` cells of the coarsest overview."""
+    tms = morecantile.tms.get("WebMercatorQuad")
+    with rasterio.open(path) as ds:
+        level = len(ds.overviews(1)) - 1
+    with rasterio.open(path, overview_level=level) as ovr:
+        whole = Window(0, 0, ovr.width, ovr.height)
+        for z in range(25):
+            west, south, east, north = tms.bounds(morecantile.Tile(0, 2**z // 2, z))
+            window = from_bounds(west, south, east, north, transform=ovr.transform).intersection(whole)
+            if math.ceil(window.width) * math.ceil(window.height) <= cap:
+                return z
+    raise AssertionError("no zoom within the cap")
+
+
+def test_the_lowest_tiles_of_every_collection_read_a_bounded_amount(
+    demo_data: Path, stac_dir: Path, vector_server: VectorFeatureServer
 ) -> None:
-    # landsat7-olinda: 349 x 352 pixels in UTM, no overviews; a world tile of it once took minutes and GBs.
-    with Reader(str(cog(stac_dir, "landsat7-olinda"))) as reader:
-        native = reader.minzoom
-        west, south, east, north = reader.get_geographic_bounds(reader.tms.rasterio_geographic_crs)
-    floor = native - ZOOM_OUT_LEVELS
-    assert floor > 0
-    layer = httpx.get(f"{raster_service}/tiles/landsat7-olinda/tilejson.json").json()
-    assert layer["minzoom"] == floor
-    for z in (0, floor - 1):
-        x, y = tile_xy((west + east) / 2, (south + north) / 2, z)
-        data = rgba(png(httpx.get(f"{raster_service}/tiles/landsat7-olinda/{z}/{int(x)}/{int(y)}.png", timeout=30)))
-        assert (data[3] == 0).all(), z
-    x, y = tile_xy((west + east) / 2, (south + north) / 2, floor)
-    data = rgba(png(httpx.get(f"{raster_service}/tiles/landsat7-olinda/{floor}/{int(x)}/{int(y)}.png", timeout=30)))
-    assert 0 < (data[3] > 0).mean() < 0.05, "at the layer's minzoom the scene is a small visible patch"
-
-
-def test_a_tile_past_its_deadline_is_a_504(demo_data: Path, vector_server: VectorFeatureServer) -> None:
+    # One read worker, a small block cache and the smallest pixel cap: the memory a tile may take is
+    # known, and a read of a whole raster at full resolution (the land mask: 933 million cells) or a
+    # warp at the raster's resolution over a world tile would exceed it by far.
+    cap, cache_mb, bands, itemsize = 65_536, 16, 3, 8
     port = free_port()
     env = {
         "RASTER_PORT": str(port),
         "RASTER_STAC_URL": str(demo_data),
         "RASTER_VECTOR_TOOLS_URL": vector_server.url,
-        "RASTER_TILE_TIMEOUT_SECONDS": "0.001",
+        "RASTER_IO_WORKERS": "1",
+        "RASTER_TILE_MAX_PIXELS": str(cap),
+        "RASTER_GDAL_CONFIG": json.dumps({"GDAL_CACHEMAX": str(cache_mb)}),
         "RASTER_LOG_LEVEL": "WARNING",
     }
-    with run_service("stacgis_raster", env, port, ready_path="/readyz") as service:
-        x, y = tile_xy(6.1, 49.75, 10)
-        response = httpx.get(f"{service.url}/tiles/luxembourg-dem/10/{int(x)}/{int(y)}.png", timeout=30)
-        assert response.status_code == 504 and "0.001 s" in response.json()["error"]
-        assert httpx.get(f"{service.url}/healthz").status_code == 200
+    with run_service("stacgis_raster", env, port, ready_path="/readyz") as service, httpx.Client(timeout=60) as client:
+        pid = service.process.pid
+        assert png(client.get(f"{service.url}/tiles/luxembourg-dem/7/66/43.png")).size  # workers warm
+        before = tree_memory(pid)
+        layers = {}
+        for collection_id in COLLECTIONS:
+            layer = client.get(f"{service.url}/tiles/{collection_id}/tilejson.json").json()
+            layers[collection_id] = layer
+            west, south, east, north = layer["bounds"]
+            lon, lat = (west + east) / 2, max(min((south + north) / 2, 85.0), -85.0)
+            for z in sorted({0, layer["minzoom"]}):
+                x, y = tile_xy(lon, lat, z)
+                response = client.get(f"{service.url}/tiles/{collection_id}/{z}/{int(x)}/{int(y)}.png")
+                png(response)
+        after = tree_memory(pid)
+    # Even its coarsest overview holds more cells than the cap under a world tile: the land mask
+    # starts where a tile fits.
+    land_mask = layers["global-land-mask"]["minzoom"]
+    assert land_mask == first_zoom_within(cog(stac_dir, "global-land-mask"), cap) > 0
+    assert set(after) == set(before), "no read worker was replaced"
+    grown_kb = sum(after[p][1] - before[p][1] for p in before) + after[pid][0] - before[pid][0]
+    # Per tile: the source window (cap pixels x bands, as float64 at most) held a few times over
+    # (read, mask, rescaled copy, warp buffer), the block cache, and 48 MB for the interpreter.
+    bound_kb = (4 * cap * bands * itemsize) // 1024 + cache_mb * 1024 + 48 * 1024
+    assert grown_kb < bound_kb, (grown_kb, bound_kb)
+
+
+class StalledAssetServer:
+    """An HTTP server that accepts requests for a COG and never answers them (a hung upstream)."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        release = self.release
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                release.wait(120)
+
+            do_HEAD = do_GET
+
+            def log_message(self, *_: Any) -> None:
+                pass
+
+        self.port = free_port()
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.release.set()
+        self.httpd.shutdown()
+
+
+def catalog_with_a_stalled_collection(stac_dir: Path, out: Path, asset_url: str) -> Path:
+    """luxembourg-dem as it is, and 'stalled-dem', the same item whose COG lies on a hung server."""
+    shutil.copytree(stac_dir / "luxembourg-dem", out / "luxembourg-dem")
+    item_path = out / "luxembourg-dem" / "luxembourg-dem" / "luxembourg-dem.json"
+    collection = json.loads((out / "luxembourg-dem" / "collection.json").read_text())
+    item = json.loads(item_path.read_text())
+    stalled = out / "stalled-dem"
+    (stalled / "stalled-dem").mkdir(parents=True)
+    collection["id"] = "stalled-dem"
+    collection["links"] = [
+        {**link, "href": "./stalled-dem/stalled-dem.json"} if link["rel"] == "item" else link
+        for link in collection["links"]
+    ]
+    item["id"] = "stalled-dem"
+    item["collection"] = "stalled-dem"
+    item["assets"]["data"]["href"] = asset_url
+    (stalled / "collection.json").write_text(json.dumps(collection))
+    (stalled / "stalled-dem" / "stalled-dem.json").write_text(json.dumps(item))
+    catalog = json.loads((stac_dir / "catalog.json").read_text())
+    catalog["links"] = [link for link in catalog["links"] if link["rel"] != "child"] + [
+        {"rel": "child", "href": f"./{name}/collection.json", "type": "application/json"}
+        for name in ("luxembourg-dem", "stalled-dem")
+    ]
+    (out / "catalog.json").write_text(json.dumps(catalog))
+    return out / "catalog.json"
+
+
+def test_a_read_past_its_deadline_is_stopped_and_frees_its_worker(
+    stac_dir: Path, tmp_path: Path, vector_server: VectorFeatureServer
+) -> None:
+    hung = StalledAssetServer()
+    try:
+        catalog = catalog_with_a_stalled_collection(stac_dir, tmp_path, f"http://127.0.0.1:{hung.port}/stalled.tif")
+        port = free_port()
+        env = {
+            "RASTER_PORT": str(port),
+            "RASTER_STAC_URL": str(catalog),
+            "RASTER_ALLOWED_REMOTE_HOSTS": json.dumps(["127.0.0.1"]),
+            "RASTER_VECTOR_TOOLS_URL": vector_server.url,
+            # One worker: a read still holding it would make the next request wait past its deadline
+            # (GDAL waits 30 s for the hung server).
+            "RASTER_IO_WORKERS": "1",
+            "RASTER_GDAL_CONFIG": json.dumps({"GDAL_HTTP_TIMEOUT": "30", "GDAL_HTTP_MAX_RETRY": "0"}),
+            "RASTER_TILE_TIMEOUT_SECONDS": "3",
+            "RASTER_TOOL_TIMEOUT_SECONDS": "3",
+            "RASTER_LOG_LEVEL": "WARNING",
+        }
+        x, y = tile_xy(6.1, 49.75, 7)
+        with run_service("stacgis_raster", env, port, ready_path="/readyz") as service:
+            stalled = httpx.get(f"{service.url}/tiles/stalled-dem/7/{int(x)}/{int(y)}.png", timeout=60)
+            assert stalled.status_code == 504
+            assert stalled.json()["limit"] == "RASTER_TILE_TIMEOUT_SECONDS"
+            assert "3 s" in stalled.json()["error"]
+            served = httpx.get(f"{service.url}/tiles/luxembourg-dem/7/{int(x)}/{int(y)}.png", timeout=60)
+            assert (rgba(png(served))[3] > 0).any()
+
+            async def tools() -> None:
+                async with connect(service.url) as session:
+                    text = await call_error(
+                        session, "get_raster_statistics", collection_id="stalled-dem", bbox=[6.0, 49.6, 6.2, 49.8]
+                    )
+                    assert "RASTER_TOOL_TIMEOUT_SECONDS" in text and "stopped" in text
+                    result = await call(
+                        session, "get_raster_statistics", collection_id="luxembourg-dem", bbox=[6.0, 49.6, 6.2, 49.8]
+                    )
+                    assert result["statistics"]["valid_pixels"] > 0
+
+            asyncio.run(tools())
+    finally:
+        hung.close()
 
 
 def test_tilejson_describes_the_layer(raster_service: str) -> None:

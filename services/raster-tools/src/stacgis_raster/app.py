@@ -53,6 +53,7 @@ def create_app(settings: RasterSettings) -> Starlette:
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        service.start()
         try:
             count = len(await service.collections())
             log.info("catalog %s loaded: %d collections", settings.stac_url, count)
@@ -62,6 +63,7 @@ def create_app(settings: RasterSettings) -> Starlette:
             yield
         finally:
             await service.resolver.aclose()
+            service.close()
 
     app: Any = build_tool_server_app(
         server,

@@ -11,7 +11,6 @@ import difflib
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio
@@ -22,12 +21,13 @@ from shapely import affinity
 from shapely.geometry import Point, box
 from shapely.geometry.base import BaseGeometry
 
-from stacgis_raster import rasterops
+from stacgis_raster import rasterops, reads
 from stacgis_raster.assets import AssetGuard
 from stacgis_raster.catalog import BandInfo, CatalogSource, CollectionRecord, ItemRecord
 from stacgis_raster.errors import ArgumentError, NotFoundError, UpstreamError
 from stacgis_raster.features import FeatureResolver, ResolvedPlace
 from stacgis_raster.metrics import OVERVIEW_READS
+from stacgis_raster.reads import Area, ReadLimits
 from stacgis_raster.settings import RasterSettings
 from stacgis_raster.validation import (
     BBox,
@@ -39,18 +39,11 @@ from stacgis_raster.validation import (
     parse_geojson_geometry,
     parse_interval,
 )
+from stacgis_raster.workers import ReadPool
 
 T = TypeVar("T")
 
 _WORD = re.compile(r"[a-z0-9]+")
-
-
-@dataclass(frozen=True)
-class Area:
-    geometry: BaseGeometry  # WGS 84
-    kind: str  # "bbox" | "geometry" | "feature"
-    argument: str
-    label: Any
 
 
 def _iso(value: dt.datetime | None) -> str | None:
@@ -94,17 +87,42 @@ class RasterService:
         self.resolver = resolver
         self.limiter = anyio.CapacityLimiter(settings.io_workers)
         self._gdal_env = settings.gdal_env()
+        self.limits = ReadLimits(settings.stats_target_pixels, settings.zonal_max_cells, settings.max_pixels_per_read)
+        self._pool: ReadPool | None = None
 
     # -- plumbing --------------------------------------------------------------------
 
+    def start(self) -> None:
+        if self._pool is None:
+            self._pool = ReadPool(self.settings.io_workers, self._gdal_env)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run blocking work in the bounded pool, inside the GDAL environment."""
+        """Catalog work (STAC JSON, no pixel reads) in a bounded thread pool."""
 
         def call() -> T:
             with rasterio.Env(**self._gdal_env):
                 return fn(*args)
 
         return await anyio.to_thread.run_sync(call, limiter=self.limiter, abandon_on_cancel=True)
+
+    async def read(
+        self,
+        fn: Callable[..., T],
+        *args: Any,
+        deadline_s: float | None = None,
+        what: str = "the raster read",
+        setting: str = "RASTER_TOOL_TIMEOUT_SECONDS",
+    ) -> T:
+        """Pixel reads in a worker process, stopped (the process replaced) past the deadline."""
+        self.start()
+        assert self._pool is not None
+        limit = self.settings.tool_timeout_seconds if deadline_s is None else deadline_s
+        return await self._pool.call(fn, *args, deadline_s=limit, what=what, setting=setting)
 
     async def collection(self, collection_id: Any, argument: str = "collection_id") -> CollectionRecord:
         if not isinstance(collection_id, str) or not collection_id.strip():
@@ -369,7 +387,9 @@ class RasterService:
             record, interval, area.geometry.bounds, self.settings.max_change_items_per_period, area.argument
         )
         hrefs = [self.href(i) for i in items]
-        stats, plan = await self.run(self._composite_stats, hrefs, area, info)
+        stats, plan = await self.read(reads.composite_stats, self.limits, hrefs, area, info)
+        if plan.factor > 1:
+            OVERVIEW_READS.inc()
         result = {
             "collection_id": record.id,
             "band": _band_json(info),
@@ -383,36 +403,6 @@ class RasterService:
         if len(items) > 1:
             result["composite"] = f"per-pixel mean of {len(items)} time steps"
         return result
-
-    def _composite_stats(
-        self, hrefs: Sequence[str], area: Area, info: BandInfo
-    ) -> tuple[dict[str, Any], rasterops.ReadPlan]:
-        data, plan = self._read_composite(hrefs, area, info.index)
-        inside, weights = rasterops.area_mask_and_weights(plan)
-        sample = rasterops.sample_from_array(data, inside, weights)
-        return rasterops.summarize(sample, classes=info.classes), plan
-
-    def _read_composite(
-        self, hrefs: Sequence[str], area: Area, band: int
-    ) -> tuple[np.ma.MaskedArray, rasterops.ReadPlan]:
-        """Mean over time of `band` on the grid of the first item (one item: just that item)."""
-        with rasterio.open(hrefs[0]) as first:
-            plan = rasterops.plan_read(
-                first,
-                area.geometry,
-                target_pixels=self.settings.stats_target_pixels,
-                max_pixels=self.settings.max_pixels_per_read,
-                argument=area.argument,
-            )
-            if plan.factor > 1:
-                OVERVIEW_READS.inc()
-            stack = [rasterops.read_band(first, plan, band)]
-        for href in hrefs[1:]:
-            with rasterio.open(href) as ds:
-                stack.append(rasterops.read_band(ds, plan, band))
-        if len(stack) == 1:
-            return stack[0], plan
-        return np.ma.stack(stack).mean(axis=0), plan
 
     def _area_json(
         self, area: Area, plan: rasterops.ReadPlan | None = None, inside_fraction: float | None = None
@@ -445,7 +435,7 @@ class RasterService:
             # No date asked for: the latest step is the value, and every step is summarised, so
             # "the warmest month of 1999 here" is answered whichever point tool was chosen.
             items = await self.items(record, None, None, self.settings.max_timeseries_items)
-            values = await self.run(self._point_values, [self.href(i) for i in items], x, y)
+            values = await self.read(reads.point_values, [self.href(i) for i in items], x, y)
             series = _series_summary(items, values, record.bands[0]) if record.bands else None
             items, values = items[-1:], values[-1:]
             note = f"latest time step used ({items[0].time_label()}); pass datetime to choose"
@@ -453,7 +443,7 @@ class RasterService:
                 note += f"; all {series['count']} time steps are summarised in all_time_steps"
         else:
             items, note = await self.latest_or_matching(record, interval, None, 48)
-            values = await self.run(self._point_values, [self.href(i) for i in items], x, y)
+            values = await self.read(reads.point_values, [self.href(i) for i in items], x, y)
         if outside_is_error and not any(v.inside for v in values):
             # An error, not a result with "inside": false: a small model reads a result as an answer.
             raise ArgumentError("place" if place_info else "lon", await self._outside_message(record, x, y, place_info))
@@ -541,13 +531,6 @@ class RasterService:
             f"Collections covering this point: {others}."
         )
 
-    def _point_values(self, hrefs: Sequence[str], lon: float, lat: float) -> list[rasterops.PointValue]:
-        out = []
-        for href in hrefs:
-            with rasterio.open(href) as ds:
-                out.append(rasterops.sample_point(ds, lon, lat))
-        return out
-
     async def multi_point(
         self, collection_ids: Any, lon: Any, lat: Any, place: Any = None, token: Callable[[], str] | None = None
     ) -> dict[str, Any]:
@@ -611,7 +594,7 @@ class RasterService:
         items = await self.items(record, interval, None, limit + 1, "start" if start else "end")
         if len(items) > limit:
             raise ArgumentError("start", f"more than {limit} time steps; narrow start/end")
-        values = await self.run(self._point_values, [self.href(i) for i in items], x, y)
+        values = await self.read(reads.point_values, [self.href(i) for i in items], x, y)
         if not any(v.inside for v in values):
             raise ArgumentError("place" if place_info else "lon", await self._outside_message(record, x, y, place_info))
         points: list[dict[str, Any]] = [
@@ -657,7 +640,8 @@ class RasterService:
         interval = interval_for(record, datetime)
         area, place_info = await self.located_area(place, bbox, geometry, token, bbox_allowed=False)
         items, note = await self.latest_or_matching(record, interval, area.geometry.bounds, 24, area.argument)
-        per_item = await self.run(self._zonal_items, [self.href(i) for i in items], area, info)
+        per_item = await self.read(reads.zonal_items, self.limits, [self.href(i) for i in items], area, info)
+        OVERVIEW_READS.inc(sum(1 for _s, r, _f in per_item if not r["native"]))
         first_stats, resolution, inside_fraction = per_item[0]
         result: dict[str, Any] = {
             "collection_id": record.id,
@@ -687,28 +671,6 @@ class RasterService:
                     "max": max(s["max"] for s, _r, _f in per_item if "max" in s),
                 }
         return result
-
-    def _zonal_items(
-        self, hrefs: Sequence[str], area: Area, info: BandInfo
-    ) -> list[tuple[dict[str, Any], dict[str, Any], float]]:
-        out = []
-        for href in hrefs:
-            with rasterio.open(href) as ds:
-                plan = rasterops.plan_read(
-                    ds,
-                    area.geometry,
-                    target_pixels=self.settings.zonal_max_cells,
-                    max_pixels=self.settings.max_pixels_per_read,
-                    argument=area.argument,
-                )
-                level = None if plan.factor == 1 else sorted(ds.overviews(info.index)).index(plan.factor)
-            if level is not None:
-                OVERVIEW_READS.inc()
-            with rasterops.open_dataset(href, level) as ds:
-                geom = rasterops.to_dataset_crs(area.geometry, ds.crs or rasterops.WGS84)
-                sample = rasterops.exact_sample(ds, info.index, geom)
-            out.append((rasterops.summarize(sample, classes=info.classes), plan.resolution, plan.inside_fraction))
-        return out
 
     async def change(
         self,
@@ -750,8 +712,9 @@ class RasterService:
         limit = self.settings.max_change_items_per_period
         items_a = await self.items(record, a, area.geometry.bounds, limit, "period_a", area.argument)
         items_b = await self.items(record, b, area.geometry.bounds, limit, "period_b", area.argument)
-        stats = await self.run(
-            self._change_stats,
+        stats = await self.read(
+            reads.change_stats,
+            self.limits,
             [self.href(i) for i in items_a],
             [self.href(i) for i in items_b],
             area,
@@ -759,6 +722,8 @@ class RasterService:
             float(threshold),
         )
         plan = stats.pop("_plan")
+        if plan.factor > 1:
+            OVERVIEW_READS.inc()
         summary = _change_summary(
             stats["change"], stats["statistics_a"], stats["statistics_b"], info.unit, (a.text, b.text)
         )
@@ -776,53 +741,6 @@ class RasterService:
             "threshold": threshold,
             **stats,
         }
-
-    def _change_stats(
-        self, hrefs_a: Sequence[str], hrefs_b: Sequence[str], area: Area, info: BandInfo, threshold: float
-    ) -> dict[str, Any]:
-        data_a, plan = self._read_composite(hrefs_a, area, info.index)
-        stack_b = []
-        for href in hrefs_b:
-            with rasterio.open(href) as ds:
-                stack_b.append(rasterops.read_band(ds, plan, info.index))
-        data_b = stack_b[0] if len(stack_b) == 1 else np.ma.stack(stack_b).mean(axis=0)
-        inside, weights = rasterops.area_mask_and_weights(plan)
-        out: dict[str, Any] = {
-            "statistics_a": rasterops.summarize(
-                rasterops.sample_from_array(data_a, inside, weights), classes=info.classes
-            ),
-            "statistics_b": rasterops.summarize(
-                rasterops.sample_from_array(data_b, inside, weights), classes=info.classes
-            ),
-            "_plan": plan,
-        }
-        both = inside & ~np.ma.getmaskarray(data_a) & ~np.ma.getmaskarray(data_b)
-        w = np.asarray(weights)[both]
-        if w.sum() <= 0:
-            out["change"] = {"note": "no pixel has data in both periods"}
-            return out
-        va = np.ma.getdata(data_a)[both].astype("float64")
-        vb = np.ma.getdata(data_b)[both].astype("float64")
-        total = float(w.sum())
-        if info.classes:
-            changed = va.astype("int64") != vb.astype("int64")
-            out["change"] = {"changed_fraction": round(float(w[changed].sum() / total), 4)}
-            return out
-        diff = vb - va
-        diff_sample = rasterops.Sample(diff, w, total)
-        change = rasterops.summarize(diff_sample)
-        change.pop("valid_fraction", None)
-        change["rose_fraction"] = round(float(w[diff > threshold].sum() / total), 4)
-        change["fell_fraction"] = round(float(w[diff < -threshold].sum() / total), 4)
-        change["unchanged_fraction"] = round(float(w[np.abs(diff) <= threshold].sum() / total), 4)
-        mean_a = float(np.average(va, weights=w))
-        if mean_a != 0:
-            change["mean_change_percent"] = rasterops._round(
-                100 * (float(np.average(vb, weights=w)) - mean_a) / abs(mean_a), 4
-            )
-        change["compared_fraction"] = round(total / float(np.asarray(weights)[inside].sum()), 4)
-        out["change"] = change
-        return out
 
 
 def _zero_size_box(bbox: Any) -> tuple[float, float] | None:

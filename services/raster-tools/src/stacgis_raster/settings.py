@@ -40,7 +40,7 @@ class RasterSettings(ServiceSettings):
     # location of stac_url itself is always allowed.
     allowed_remote_hosts: list[str] = Field(default_factory=list)
     allowed_local_roots: list[str] = Field(default_factory=list)
-    # Bounded pool for blocking raster I/O, so the event loop keeps serving.
+    # Worker processes for pixel reads (and threads for catalog work), so the event loop keeps serving.
     io_workers: int = Field(default=4, ge=1, le=64)
     gdal_config: dict[str, str] = Field(default_factory=dict)
     # Statistics read at most about this many pixels, choosing an overview when larger.
@@ -53,7 +53,7 @@ class RasterSettings(ServiceSettings):
     max_point_collections: int = Field(default=20, ge=1)
     max_timeseries_items: int = Field(default=1000, ge=1)
     max_change_items_per_period: int = Field(default=120, ge=1)
-    # A tool call that takes longer answers with an error (its read finishes in the background).
+    # A tool call that takes longer answers with an error; its read worker process is stopped.
     tool_timeout_seconds: float = Field(default=60.0, gt=0)
     # vector-tools, for geometry arguments given as {"dataset": ..., "id": ...}.
     vector_tools_url: str = "http://127.0.0.1:8012"
@@ -64,8 +64,11 @@ class RasterSettings(ServiceSettings):
     # (defaults to the URL the request came in on).
     tile_cache_seconds: int = Field(default=3600, ge=0)
     tile_size: int = Field(default=256, ge=64, le=1024)
-    # A tile still rendering after this long is answered 504 (its worker thread finishes on its own).
+    # A tile still rendering after this long is answered 504 and its read worker process is stopped.
     tile_timeout_seconds: float = Field(default=20.0, gt=0)
+    # Source pixels (per band) one tile may read: the overview level is chosen to stay under it, and a
+    # layer's minzoom is raised to the first zoom where every tile can.
+    tile_max_pixels: int = Field(default=1_048_576, ge=65_536)
     public_base_url: str | None = None
 
     @field_validator("stac_url")

@@ -2,11 +2,16 @@
 
 Tiles are public (the browser fetches them through the ingress), cacheable, and
 transparent wherever there is no data, including tiles entirely outside it.
+
+Every tile's work is bounded: a layer starts at a minimum zoom derived from the raster's extent,
+resolution and overviews (TileJSON says it; below it a tile is transparent without a read), a tile
+reads at most RASTER_TILE_MAX_PIXELS source pixels per band (the overview level is chosen for it),
+and a render past RASTER_TILE_TIMEOUT_SECONDS has its worker process stopped and answers 504.
 """
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import json
 import logging
 import math
@@ -16,8 +21,14 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+import morecantile
 import numpy as np
 import rasterio
+from rasterio.crs import CRS
+from rasterio.errors import CRSError
+from rasterio.io import DatasetReader
+from rasterio.transform import from_bounds
+from rasterio.warp import transform_bounds
 from rio_tiler.colormap import cmap
 from rio_tiler.errors import RioTilerError, TileOutsideBounds
 from rio_tiler.io import Reader
@@ -30,8 +41,10 @@ from starlette.routing import Route
 from stacgis_raster.catalog import CollectionRecord
 from stacgis_raster.errors import ArgumentError, NotFoundError, UpstreamError
 from stacgis_raster.metrics import TILE_DURATION, TILE_REQUESTS
+from stacgis_raster.rasterops import WGS84
 from stacgis_raster.service import RasterService
 from stacgis_raster.validation import parse_interval
+from stacgis_raster.workers import DeadlineExceeded
 
 log = logging.getLogger(__name__)
 
@@ -39,11 +52,12 @@ log = logging.getLogger(__name__)
 warnings.filterwarnings("ignore", message="Adjusting dataset latitudes", category=UserWarning)
 
 MAX_ZOOM = 24
-# Tiles more than this many zoom levels below a raster's own minimum zoom (where it fills about one
-# tile) are transparent: the raster would be under 1/8 of the tile, and warping a world-sized tile
-# from a small projected raster costs seconds and GBs per level (measured on landsat7-olinda, no
-# overviews: z8 0.15 s / 350 MB, z6 2.9 s / 1.5 GB, z3 16 s).
-ZOOM_OUT_LEVELS = 3
+WEB_MERCATOR = CRS.from_epsg(3857)
+WORLD_M = 2 * math.pi * 6378137.0  # Web Mercator's width
+MAX_LAT = 85.0511287798
+# A layer starts at the zoom where the raster's larger side spans this share of a tile: below it the
+# raster is a speck of under 16 pixels on a 256-pixel tile, not worth a read.
+MIN_SPAN_OF_TILE = 1 / 16
 RESAMPLING = {"nearest", "bilinear", "cubic", "cubic_spline", "lanczos", "average", "mode"}
 PASSTHROUGH_PARAMS = ("datetime", "bidx", "rescale", "colormap_name", "colormap", "resampling")
 
@@ -146,40 +160,199 @@ def _parse_colormap(text: str) -> dict[int, tuple[int, int, int, int]]:
     return {k: (*c, 255) if len(c) == 3 else c for k, c in colormap.items()}  # type: ignore[misc]
 
 
-def render_tile(href: str, z: int, x: int, y: int, options: RenderOptions, tilesize: int, empty: bytes) -> bytes:
-    with Reader(href) as reader:
-        if z < reader.minzoom - ZOOM_OUT_LEVELS or not reader.tile_exists(x, y, z):
-            return empty
+class PixelCapExceeded(ArgumentError):
+    """Even the coarsest overview of the raster holds more pixels under this tile than the cap."""
+
+
+@dataclass(frozen=True)
+class TileResult:
+    png: bytes | None  # None: nothing to draw (transparent)
+    note: str | None = None  # why it is empty, for the X-Tile-Note header
+    level_factor: int = 1
+    pixels_read: int = 0
+
+
+@dataclass(frozen=True)
+class LayerZooms:
+    minzoom: int
+    maxzoom: int
+    bounds: list[float]
+    visible_from: int  # the raster spans MIN_SPAN_OF_TILE of a tile
+    readable_from: int  # every tile reads at most the pixel cap
+
+
+def _factors(ds: DatasetReader) -> list[int]:
+    return [1, *sorted(ds.overviews(1))]
+
+
+def _metres_per_unit(crs: CRS) -> float:
+    if crs.is_geographic:
+        return 1.0
+    try:
+        return float(crs.linear_units_factor[1])
+    except CRSError:
+        return 1.0
+
+
+def _geographic_bounds(ds: DatasetReader) -> tuple[float, float, float, float]:
+    crs = ds.crs or WGS84
+    if crs.is_geographic and crs.to_epsg() == 4326:
+        west, south, east, north = ds.bounds
+    else:
+        west, south, east, north = transform_bounds(crs, WGS84, *ds.bounds, densify_pts=21)
+    return max(west, -180.0), max(south, -90.0), min(east, 180.0), min(north, 90.0)
+
+
+def _mercator_y(lat: float) -> float:
+    lat = max(-MAX_LAT, min(MAX_LAT, lat))
+    return math.log(math.tan(math.pi / 4 + math.radians(lat) / 2)) * 6378137.0
+
+
+def _latitude(y: float) -> float:
+    return math.degrees(math.atan(math.sinh(y / 6378137.0)))
+
+
+def _largest_tile(lat0: float, z: int) -> tuple[float, float]:
+    """(degrees of longitude, degrees of latitude) of the largest tile at zoom z at or poleward of
+    latitude `lat0`: the one ending at lat0 on its poleward edge (Mercator tiles shrink poleward)."""
+    tile_m = WORLD_M / 2**z
+    top = min(_mercator_y(lat0), WORLD_M / 2)
+    start = max(0.0, top - tile_m)
+    return 360 / 2**z, _latitude(start + tile_m) - _latitude(start)
+
+
+def layer_zooms(ds: DatasetReader, max_pixels: int) -> LayerZooms:
+    """The zooms a layer is served at, from the raster's extent, resolution and overviews.
+
+    visible_from: the first zoom where the raster's larger side spans MIN_SPAN_OF_TILE of a tile.
+    readable_from: the first zoom where no tile needs more than `max_pixels` source pixels from the
+    coarsest overview: per side at most min(raster, tile span / resolution), for the largest tile
+    over the raster (at its latitude closest to the equator, where Mercator tiles cover most ground).
+    """
+    west, south, east, north = _geographic_bounds(ds)
+    span = max((east - west) / 360 * WORLD_M, _mercator_y(north) - _mercator_y(south), 1e-9)
+    visible = max(0, math.ceil(math.log2(WORLD_M * MIN_SPAN_OF_TILE / span) - 1e-9))
+
+    crs = ds.crs or WGS84
+    coarsest = _factors(ds)[-1]
+    lat0 = 0.0 if south <= 0 <= north else min(abs(south), abs(north))
+    xres, yres = abs(ds.res[0]), abs(ds.res[1])
+    readable = MAX_ZOOM
+    for z in range(MAX_ZOOM + 1):
+        lon_span, lat_span = _largest_tile(lat0, z)
+        if crs.is_geographic:
+            tile_w, tile_h = lon_span / xres, lat_span / yres
+        else:
+            metres = _metres_per_unit(crs)
+            tile_w = lon_span * 111_320 * math.cos(math.radians(lat0)) / metres / xres
+            tile_h = lat_span * 110_574 / metres / yres
+        cols = math.ceil(min(ds.width, tile_w) / coarsest + 1)
+        rows = math.ceil(min(ds.height, tile_h) / coarsest + 1)
+        if cols * rows <= max_pixels:
+            readable = z
+            break
+    with Reader(ds.name, dataset=ds) as reader:
+        maxzoom = max(reader.maxzoom, 0)
+    minzoom = min(max(visible, readable), MAX_ZOOM)
+    return LayerZooms(
+        minzoom, max(maxzoom, minzoom), [round(v, 6) for v in (west, south, east, north)], visible, readable
+    )
+
+
+def tile_read_factor(
+    ds: DatasetReader, tile_bounds: tuple[float, float, float, float], tilesize: int, max_pixels: int
+) -> tuple[int, int] | None:
+    """(overview factor, source pixels) to read for a tile in Web Mercator; None: no overlap.
+
+    The level is the coarsest one still at least as fine as the tile (what GDAL would pick), made
+    coarser while the window under the tile holds more than `max_pixels` pixels.
+    """
+    crs = ds.crs or WGS84
+    bounds = transform_bounds(WEB_MERCATOR, crs, *tile_bounds, densify_pts=21)
+    if not all(math.isfinite(v) for v in bounds):
+        bounds = tuple(ds.bounds)
+    left, bottom, right, top = bounds
+    b = ds.bounds
+    inter_w = min(right, b.right) - max(left, b.left)
+    inter_h = min(top, b.top) - max(bottom, b.bottom)
+    if inter_w <= 0 or inter_h <= 0:
+        return None
+    xres, yres = abs(ds.res[0]), abs(ds.res[1])
+    out_x, out_y = (right - left) / tilesize, (top - bottom) / tilesize
+    factors = _factors(ds)
+    natural = max([f for f in factors if xres * f <= out_x * 1.0001 and yres * f <= out_y * 1.0001], default=1)
+    cols, rows = inter_w / xres, inter_h / yres
+    for factor in (f for f in factors if f >= natural):
+        pixels = math.ceil(cols / factor + 1) * math.ceil(rows / factor + 1)
+        if pixels <= max_pixels:
+            return factor, pixels
+    raise PixelCapExceeded(
+        "z",
+        f"this tile would read {pixels} source pixels even from the coarsest overview, over the cap of "
+        f"{max_pixels} (RASTER_TILE_MAX_PIXELS); use a closer zoom",
+    )
+
+
+def render_tile(
+    href: str, z: int, x: int, y: int, options: RenderOptions, tilesize: int, max_pixels: int
+) -> TileResult:
+    """One tile, reading at most `max_pixels` source pixels per band (runs in a read worker)."""
+    tms = morecantile.tms.get("WebMercatorQuad")
+    with rasterio.open(href) as ds:
+        zooms = layer_zooms(ds, max_pixels)
+        if z < zooms.minzoom:
+            return TileResult(None, f"zoom {z} is below this layer's minzoom {zooms.minzoom} (see its tilejson.json)")
+        tile_bounds = tuple(tms.xy_bounds(morecantile.Tile(x, y, z)))
+        plan = tile_read_factor(ds, tile_bounds, tilesize, max_pixels)  # type: ignore[arg-type]
+        if plan is None:
+            return TileResult(None, "no data under this tile")
+        factor, pixels = plan
+        factors = _factors(ds)
+    level = factors.index(factor) - 1
+    with contextlib.ExitStack() as stack:
+        ds = stack.enter_context(rasterio.open(href, overview_level=level) if level >= 0 else rasterio.open(href))
+        reader = stack.enter_context(Reader(href, dataset=ds))
+        # A warped VRT on the tile's own grid: rio-tiler's default VRT has the raster's resolution over
+        # the whole tile, which for a small raster at a low zoom is millions of pixels a side.
+        vrt = {"transform": from_bounds(*tile_bounds, tilesize, tilesize), "width": tilesize, "height": tilesize}
         try:
-            image = reader.tile(x, y, z, tilesize=tilesize, indexes=options.bidx, resampling_method=options.resampling)
+            image = reader.tile(
+                x,
+                y,
+                z,
+                tilesize=tilesize,
+                indexes=options.bidx,
+                resampling_method=options.resampling,
+                reproject_method=options.resampling,
+                vrt_options=vrt,
+            )
         except TileOutsideBounds:
-            return empty
+            return TileResult(None, "no data under this tile")
     if not image.mask.any():
-        return empty
+        return TileResult(None, "no data under this tile", factor, pixels)
     if options.rescale:
         image.rescale(in_range=options.rescale)
     elif image.array.dtype != np.uint8 and not options.colormap:
         image.rescale(in_range=[(float(image.array.min()), float(image.array.max()) or 1.0)])
     elif image.array.dtype != np.uint8 and options.colormap:
         image.array = image.array.astype("uint8")
-    return bytes(image.render(img_format="PNG", colormap=options.colormap))
+    return TileResult(bytes(image.render(img_format="PNG", colormap=options.colormap)), None, factor, pixels)
 
 
-def tile_bounds(href: str) -> dict[str, Any]:
-    with Reader(href) as reader:
-        # Below this the tiles are transparent (see ZOOM_OUT_LEVELS): the map need not ask for them.
-        return {
-            "minzoom": max(0, reader.minzoom - ZOOM_OUT_LEVELS),
-            "maxzoom": max(reader.maxzoom, 0),
-            "bounds": [round(v, 6) for v in reader.get_geographic_bounds(reader.tms.rasterio_geographic_crs)],
-        }
+def tile_layer(href: str, max_pixels: int) -> LayerZooms:
+    with rasterio.open(href) as ds:
+        return layer_zooms(ds, max_pixels)
 
 
 def _error(exc: Exception) -> JSONResponse:
     if isinstance(exc, NotFoundError):
         return JSONResponse({"error": str(exc), "parameter": exc.argument}, status_code=404)
+    if isinstance(exc, PixelCapExceeded):
+        return JSONResponse({"error": str(exc), "parameter": exc.argument, "limit": "RASTER_TILE_MAX_PIXELS"}, 422)
     if isinstance(exc, ArgumentError):
         return JSONResponse({"error": str(exc), "parameter": exc.argument}, status_code=400)
+    if isinstance(exc, DeadlineExceeded):
+        return JSONResponse({"error": str(exc), "limit": exc.setting}, status_code=504)
     if isinstance(exc, (UpstreamError, RioTilerError, rasterio.errors.RasterioError)):
         return JSONResponse({"error": str(exc)}, status_code=502)
     # Our own bug, not an upstream's: a 500, logged with the trace id, never disguised as a 502.
@@ -209,18 +382,29 @@ def tile_routes(service: RasterService) -> list[Route]:
             record = await service.collection(p["collection_id"])
             options = render_options(record, request.query_params)
             href = await pick_item(record, request.query_params)
-            try:
-                async with asyncio.timeout(settings.tile_timeout_seconds):
-                    png = await service.run(render_tile, href, z, x, y, options, settings.tile_size, empty)
-            except TimeoutError:
-                outcome = "timeout"
-                return JSONResponse(
-                    {"error": f"the tile took longer than {settings.tile_timeout_seconds:g} s to render"},
-                    status_code=504,
-                )
-            if png is empty:
+            result = await service.read(
+                render_tile,
+                href,
+                z,
+                x,
+                y,
+                options,
+                settings.tile_size,
+                settings.tile_max_pixels,
+                deadline_s=settings.tile_timeout_seconds,
+                what="the tile",
+                setting="RASTER_TILE_TIMEOUT_SECONDS",
+            )
+            headers = {"Cache-Control": cache_header}
+            png = result.png
+            if png is None:
                 outcome = "empty"
-            return Response(png, media_type="image/png", headers={"Cache-Control": cache_header})
+                png = empty
+                headers["X-Tile-Note"] = result.note or "empty"
+            return Response(png, media_type="image/png", headers=headers)
+        except DeadlineExceeded as exc:
+            outcome = "timeout"
+            return _error(exc)
         except Exception as exc:
             outcome = "error"
             return _error(exc)
@@ -233,23 +417,30 @@ def tile_routes(service: RasterService) -> list[Route]:
             record = await service.collection(request.path_params["collection_id"])
             render_options(record, request.query_params)  # reject bad parameters here already
             href = await pick_item(record, request.query_params)
-            zooms = await service.run(tile_bounds, href)
+            zooms = await service.read(
+                tile_layer,
+                href,
+                settings.tile_max_pixels,
+                deadline_s=settings.tile_timeout_seconds,
+                what="the layer's zooms",
+                setting="RASTER_TILE_TIMEOUT_SECONDS",
+            )
         except Exception as exc:
             return _error(exc)
         base = (settings.public_base_url or str(request.base_url)).rstrip("/")
         query = urlencode([(k, v) for k, v in request.query_params.multi_items() if k in PASSTHROUGH_PARAMS])
         url = f"{base}/tiles/{record.id}/{{z}}/{{x}}/{{y}}.png" + (f"?{query}" if query else "")
-        west, south, east, north = zooms["bounds"]
+        west, south, east, north = zooms.bounds
         body = {
             "tilejson": "3.0.0",
             "name": record.id,
             "description": record.title,
             "scheme": "xyz",
             "tiles": [url],
-            "minzoom": zooms["minzoom"],
-            "maxzoom": zooms["maxzoom"],
-            "bounds": zooms["bounds"],
-            "center": [round((west + east) / 2, 6), round((south + north) / 2, 6), zooms["minzoom"]],
+            "minzoom": zooms.minzoom,
+            "maxzoom": zooms.maxzoom,
+            "bounds": zooms.bounds,
+            "center": [round((west + east) / 2, 6), round((south + north) / 2, 6), zooms.minzoom],
             "attribution": ", ".join(record.providers[:2]),
         }
         return JSONResponse(body, headers={"Cache-Control": cache_header})

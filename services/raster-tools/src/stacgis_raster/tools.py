@@ -21,6 +21,7 @@ from stacgis_common.auth import current_identity, mint_for
 from stacgis_raster.metrics import TOOL_CALLS, TOOL_DURATION
 from stacgis_raster.service import RasterService
 from stacgis_raster.settings import RasterSettings
+from stacgis_raster.workers import DeadlineExceeded
 
 log = logging.getLogger(__name__)
 
@@ -87,10 +88,14 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
         except ToolError:
             outcome = "error"
             raise
+        except DeadlineExceeded as exc:
+            outcome = "timeout"
+            raise ToolError(f"{tool}: {exc}; try a smaller area or period") from exc
         except TimeoutError as exc:
             outcome = "timeout"
             raise ToolError(
-                f"{tool} took longer than {settings.tool_timeout_seconds:.0f} s; try a smaller area or period"
+                f"{tool} took longer than {settings.tool_timeout_seconds:g} s (the limit "
+                "RASTER_TOOL_TIMEOUT_SECONDS); its read was stopped. Try a smaller area or period"
             ) from exc
         except RasterioError as exc:
             outcome = "error"
