@@ -33,7 +33,7 @@ import supervisor
 ROOT = Path(__file__).resolve().parent.parent
 LOCAL = Path(os.environ.get("STACGIS_LOCAL_DIR", ROOT / ".local"))
 RUN = LOCAL / "run"
-LOGS = LOCAL / "logs"
+LOGS = Path(os.environ.get("STACGIS_LOGS_DIR", LOCAL / "logs"))
 PG_DATA = LOCAL / "pgdata"
 PG_SOCKET = LOCAL / "pgsock"
 REDIS_DIR = LOCAL / "redis"

@@ -25,6 +25,8 @@ WINDOW_SECONDS = 4.0
 # (the window before the fault, same load, same machine: other jobs on a shared machine move both).
 RECOVERED_FRACTION = 0.7
 WARM_UP_SECONDS = 2.0
+# A supervised process that is not answering again after this long has not come back by itself.
+BACK_BY_ITSELF_BOUND_SECONDS = 180.0
 
 
 @dataclass
@@ -39,6 +41,9 @@ class Fault:
     outage_seconds: float = 4.0
     # How long after the repair the service may take to be back to full throughput.
     recovery_bound_seconds: float = 30.0
+    # For a process the supervisor restarts by itself: whether it answers again. Nothing is repaired
+    # then; the phase waits for this and counts the repair as done when it holds.
+    comes_back: Callable[[PrivateStack], bool] | None = None
 
 
 @dataclass
@@ -151,6 +156,16 @@ async def prober(base: str, record: PhaseRecord, stop: asyncio.Event, tags: tupl
         await asyncio.gather(*tasks)
 
 
+def wait_until_back(comes_back: Callable[[PrivateStack], bool], stack: PrivateStack) -> float:
+    """The moment `comes_back` first holds (polled every 0.1 s; a process that never returns fails the phase)."""
+    deadline = time.monotonic() + BACK_BY_ITSELF_BOUND_SECONDS
+    while not comes_back(stack):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not back by itself {BACK_BY_ITSELF_BOUND_SECONDS:g} s after the kill")
+        time.sleep(0.1)
+    return time.monotonic()
+
+
 async def run_phase(
     stack: PrivateStack,
     fault: Fault,
@@ -170,9 +185,12 @@ async def run_phase(
         await asyncio.sleep(before_seconds)
         record.injected = time.monotonic()
         await asyncio.to_thread(fault.inject, stack)
-        await asyncio.sleep(fault.outage_seconds)
-        record.repaired = time.monotonic()
-        await asyncio.to_thread(fault.repair, stack)
+        if fault.comes_back is not None:
+            record.repaired = await asyncio.to_thread(wait_until_back, fault.comes_back, stack)
+        else:
+            await asyncio.sleep(fault.outage_seconds)
+            record.repaired = time.monotonic()
+            await asyncio.to_thread(fault.repair, stack)
         # Watch until the probes are clean and throughput is back, or the bound is over.
         deadline = record.repaired + fault.recovery_bound_seconds
         while time.monotonic() < deadline:

@@ -1,7 +1,9 @@
 """Faults under steady load, one after the other, each repaired the way Kubernetes would (the process
 is started again, the database comes back): SIGKILL of each tool server, of the orchestrator and of
 one of two gateways; a Redis restart (its data gone); a Postgres crash and restart; a model server
-that accepts requests and never answers.
+that accepts requests and never answers. Then SIGKILL of the model server, Redis and Postgres as the
+local stack runs them (under scripts/supervisor.py), with no repair at all: each must come back by
+itself, and the "outage" column is the time until it answered again.
 
 For each: no 5xx but 503 anywhere, every stream that started ends with a clean final event (`error`
 events carry a code and a message; tool failures arrive as `tool_error` and the run still answers),
@@ -14,12 +16,15 @@ recovery times are printed and written to .local/reliability/figures/faults.md.
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import time
 from collections.abc import Callable, Iterator
 
 import asyncpg
 import httpx
 import pytest
+import redis
 from fault_phase import RECOVERED_FRACTION, Fault, PhaseRecord, run_phase
 from fault_settings import GATE, LLM_TIMEOUT_SECONDS, SLOT_TTL_SECONDS
 from figures import figures, table
@@ -83,6 +88,42 @@ def postgres_fault() -> Fault:
     )
 
 
+def answers(check: Callable[[PrivateStack], object]) -> Callable[[PrivateStack], bool]:
+    def probe(stack: PrivateStack) -> bool:
+        try:
+            return bool(check(stack))
+        except (OSError, asyncpg.PostgresError, redis.RedisError, httpx.HTTPError, TimeoutError):
+            return False
+
+    return probe
+
+
+def postgres_answers(stack: PrivateStack) -> bool:
+    async def query() -> object:
+        connection = await asyncpg.connect(stack.infra.pg_dsn, timeout=2)
+        try:
+            return await connection.fetchval("SELECT 1")
+        finally:
+            await connection.close()
+
+    return asyncio.run(query()) == 1
+
+
+def supervised_kill_fault(name: str, check: Callable[[PrivateStack], object], unready: list[str]) -> Fault:
+    """SIGKILL a process the local stack's supervisor runs; nothing repairs it but the supervisor."""
+
+    def inject(stack: PrivateStack) -> None:
+        os.kill(stack.supervised_pid(name), signal.SIGKILL)
+
+    return Fault(
+        f"SIGKILL {name} (supervised, back by itself)",
+        inject,
+        lambda stack: None,
+        unready=unready,
+        comes_back=answers(check),
+    )
+
+
 def model_stall_fault() -> Fault:
     return Fault(
         "model server stalls",
@@ -102,7 +143,16 @@ FAULTS = {
     "redis": redis_fault(),
     "postgres": postgres_fault(),
     "model-stall": model_stall_fault(),
+    "model-server-sigkill": supervised_kill_fault(
+        "model-server", lambda s: httpx.get(f"{s.model_url}/readyz", timeout=2).status_code == 200, ["model-server"]
+    ),
+    "redis-sigkill": supervised_kill_fault(
+        "redis", lambda s: redis.Redis.from_url(s.infra.redis_url, socket_timeout=2).ping(), []
+    ),
+    "postgres-sigkill": supervised_kill_fault("postgres", postgres_answers, []),
 }
+# Faults after which Redis has lost its data (runs' streams included: resuming one says 404).
+REDIS_LOST = ("redis", "redis-sigkill")
 
 
 @pytest.fixture(scope="module")
@@ -170,7 +220,7 @@ def phase_problems(record: PhaseRecord, name: str) -> list[str]:
         )
         if started and conversation.final is None and not cut_off:
             gone = any(a.status == 404 for a in conversation.attempts[1:])
-            if not (name == "redis" and gone):  # Redis lost the run's stream: resuming says 404
+            if not (name in REDIS_LOST and gone):  # Redis lost the run's stream: resuming says 404
                 problems.append(f"{label}: no final event: {[a.describe() for a in conversation.attempts][-3:]}")
         final = conversation.final
         if final is not None and final.event == "error":
@@ -187,7 +237,7 @@ def phase_problems(record: PhaseRecord, name: str) -> list[str]:
             if event.event == "tool_error" and not (tool_error.get("error") and tool_error.get("kind")):
                 problems.append(f"{label}: tool_error without an error text and kind: {event.data}")
     # Streams broken on purpose must resume to their end wherever their gateway lived on.
-    if name not in ("gateway", "redis"):
+    if name not in ("gateway", *REDIS_LOST):
         for probe in record.probes:
             if probe.resumed and probe.final is None:
                 problems.append(f"probe {probe.first.message!r} could not be resumed to its end")

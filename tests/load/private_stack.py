@@ -462,10 +462,17 @@ class PrivateStack:
             self.infra.use_fresh_database()
         self.env = self._service_env()
         (self.logs / "rules.json").write_text(json.dumps({"rules": self.options.rules}, indent=1))
+        # Under the local stack's supervisor, as `make up` runs it: a killed model server comes back by
+        # itself. The supervisor's lines go to this Proc's log, the server's output to logs/supervised/.
+        supervised = {
+            "STACGIS_LOCAL_DIR": str(self.state_dir),
+            "STACGIS_LOGS_DIR": str(self.logs / "supervised"),
+            "STACGIS_MODEL_SERVER_PORT": self.env["MODEL_SERVER_PORT"],
+        }
         self.model = Proc(
             "model-server",
-            [PYTHON, "-m", "stacgis_model_server"],
-            self.env,
+            [PYTHON, str(LOCAL_INFRA), "supervise", "model-server"],
+            {**self.env, **supervised},
             int(self.env["MODEL_SERVER_PORT"]),
             self.logs,
             "/readyz",
@@ -557,7 +564,22 @@ class PrivateStack:
         return list(body["requests"] if isinstance(body, dict) else body)
 
     def failure_logs(self) -> str:
-        return "\n".join(f"===== {proc.name} =====\n{proc.tail(2500)}" for proc in self.processes())
+        logs = [f"===== {proc.name} =====\n{proc.tail(2500)}" for proc in self.processes()]
+        for path in sorted((self.logs / "supervised").glob("*.log")):
+            logs.append(f"===== {path.stem} (supervised) =====\n{path.read_text(errors='replace')[-2500:]}")
+        return "\n".join(logs)
+
+    def supervised_pid(self, name: str) -> int:
+        """The pid of a process run by the local stack's supervisor (postgres, redis, model-server)."""
+        return int((self.state_dir / "run" / f"{name}.pid").read_text().strip())
+
+    def supervised_state(self, name: str) -> dict[str, Any]:
+        path = self.state_dir / "run" / f"{name}.json"
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
 
 
 @contextlib.contextmanager
