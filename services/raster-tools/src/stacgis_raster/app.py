@@ -11,6 +11,7 @@ from typing import Any, cast
 from starlette.applications import Starlette
 
 from stacgis_common.mcp_app import build_tool_server_app, create_mcp_server
+from stacgis_raster import reads
 from stacgis_raster.assets import AssetGuard
 from stacgis_raster.catalog import open_source
 from stacgis_raster.features import FeatureResolver
@@ -51,6 +52,9 @@ def create_app(settings: RasterSettings) -> Starlette:
         if not collections:
             raise RuntimeError(f"no collections in {settings.stac_url}")
 
+    async def read_workers_ready() -> None:
+        await service.read(reads.ping, deadline_s=5.0, what="a read worker's start")
+
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         service.start()
@@ -68,7 +72,7 @@ def create_app(settings: RasterSettings) -> Starlette:
     app: Any = build_tool_server_app(
         server,
         settings,
-        readiness={"catalog": catalog_ready},
+        readiness={"catalog": catalog_ready, "read_workers": read_workers_ready},
         extra_routes=tile_routes(service),
         lifespan=lifespan,
     )

@@ -33,6 +33,11 @@ class ReadLimits:
     max_pixels_per_read: int
 
 
+def ping() -> bool:
+    """A read worker is up (readiness: the first tile does not wait for worker start-up)."""
+    return True
+
+
 def read_composite(
     limits: ReadLimits, hrefs: Sequence[str], area: Area, band: int
 ) -> tuple[np.ma.MaskedArray, rasterops.ReadPlan]:
