@@ -8,7 +8,8 @@
 Every service runs as its own process (honcho, from the Procfile) with the environment the Helm
 chart sets (deploy/local/stack.env), behind a local nginx acting as the ingress. Like a kubelet,
 each Procfile process restarts its service when it dies (after a growing back-off), so one crashed
-service does not take the others down.
+service does not take the others down; Postgres, Redis and the model server are supervised the same
+way (scripts/supervisor.py, started by scripts/local_infra.py), and `status` shows every restart.
 """
 
 from __future__ import annotations
@@ -603,7 +604,10 @@ def status() -> int:
         print(f"{service.name:18} 127.0.0.1:{service.port:<6} {text:14} {extra}")
     ingress = http_ok(f"http://127.0.0.1:{INGRESS_PORT}/")
     problems += not ingress
-    print(f"{'ingress':18} 127.0.0.1:{INGRESS_PORT:<6} {'up' if ingress else 'down':14} {INGRESS}")
+    ingress_state = read_state("ingress") if running else {}
+    problems += bool(ingress_state.get("crash_loop"))
+    details = ", ".join(part for part in (INGRESS, supervisor.describe_state(ingress_state)) if part)
+    print(f"{'ingress':18} 127.0.0.1:{INGRESS_PORT:<6} {'up' if ingress else 'down':14} {details}")
     status_code, body = http_get(f"http://127.0.0.1:{INGRESS_PORT}/api/v1/info")
     if status_code == 200:
         info = json.loads(body)
