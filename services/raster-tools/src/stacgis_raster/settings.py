@@ -13,7 +13,8 @@ from stacgis_common.settings import ServiceSettings
 # a block cache, bounded HTTP waits. Overridable per key via RASTER_GDAL_CONFIG.
 DEFAULT_GDAL_CONFIG: dict[str, str] = {
     "GDAL_DISABLE_READDIR_ON_OPEN": "EMPTY_DIR",
-    "GDAL_CACHEMAX": "256",
+    # Per read worker process (MB): four workers hold what one shared 256 MB cache did.
+    "GDAL_CACHEMAX": "64",
     "CPL_VSIL_CURL_ALLOWED_EXTENSIONS": ".tif,.tiff,.TIF,.TIFF",
     "GDAL_HTTP_MERGE_CONSECUTIVE_RANGES": "YES",
     "GDAL_HTTP_MULTIPLEX": "YES",
