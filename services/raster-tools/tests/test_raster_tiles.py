@@ -17,6 +17,7 @@ import morecantile
 import numpy as np
 import pytest
 import rasterio
+from opentelemetry.sdk.trace import TracerProvider
 from raster_test_helpers import call, call_error, cog, connect
 from rasterio.errors import NotGeoreferencedWarning
 from rasterio.io import MemoryFile
@@ -24,6 +25,7 @@ from rasterio.windows import Window, from_bounds
 
 from conftest import VectorFeatureServer
 from stacgis_common.testing import free_port, run_service
+from stacgis_raster.tiles import error_response
 
 
 def png(response: httpx.Response) -> np.ndarray:
@@ -267,28 +269,24 @@ class StalledAssetServer:
         self.httpd.shutdown()
 
 
-def catalog_with_a_stalled_collection(stac_dir: Path, out: Path, asset_url: str) -> Path:
-    """luxembourg-dem as it is, and 'stalled-dem', the same item whose COG lies on a hung server."""
+def catalog_with_copies(stac_dir: Path, out: Path, copies: dict[str, str]) -> Path:
+    """luxembourg-dem as it is, plus for each name in `copies` the same item with its COG at another href."""
     shutil.copytree(stac_dir / "luxembourg-dem", out / "luxembourg-dem")
-    item_path = out / "luxembourg-dem" / "luxembourg-dem" / "luxembourg-dem.json"
     collection = json.loads((out / "luxembourg-dem" / "collection.json").read_text())
-    item = json.loads(item_path.read_text())
-    stalled = out / "stalled-dem"
-    (stalled / "stalled-dem").mkdir(parents=True)
-    collection["id"] = "stalled-dem"
-    collection["links"] = [
-        {**link, "href": "./stalled-dem/stalled-dem.json"} if link["rel"] == "item" else link
-        for link in collection["links"]
-    ]
-    item["id"] = "stalled-dem"
-    item["collection"] = "stalled-dem"
-    item["assets"]["data"]["href"] = asset_url
-    (stalled / "collection.json").write_text(json.dumps(collection))
-    (stalled / "stalled-dem" / "stalled-dem.json").write_text(json.dumps(item))
+    item = json.loads((out / "luxembourg-dem" / "luxembourg-dem" / "luxembourg-dem.json").read_text())
+    for name, href in copies.items():
+        (out / name / name).mkdir(parents=True)
+        links = [
+            {**link, "href": f"./{name}/{name}.json"} if link["rel"] == "item" else link for link in collection["links"]
+        ]
+        copy = {**item, "id": name, "collection": name}
+        copy["assets"] = {"data": {**item["assets"]["data"], "href": href}}
+        (out / name / "collection.json").write_text(json.dumps({**collection, "id": name, "links": links}))
+        (out / name / name / f"{name}.json").write_text(json.dumps(copy))
     catalog = json.loads((stac_dir / "catalog.json").read_text())
     catalog["links"] = [link for link in catalog["links"] if link["rel"] != "child"] + [
         {"rel": "child", "href": f"./{name}/collection.json", "type": "application/json"}
-        for name in ("luxembourg-dem", "stalled-dem")
+        for name in ("luxembourg-dem", *copies)
     ]
     (out / "catalog.json").write_text(json.dumps(catalog))
     return out / "catalog.json"
@@ -299,7 +297,13 @@ def test_a_read_past_its_deadline_is_stopped_and_frees_its_worker(
 ) -> None:
     hung = StalledAssetServer()
     try:
-        catalog = catalog_with_a_stalled_collection(stac_dir, tmp_path, f"http://127.0.0.1:{hung.port}/stalled.tif")
+        not_a_raster = tmp_path / "not-a-raster.tif"
+        not_a_raster.write_text("this is not a GeoTIFF")
+        catalog = catalog_with_copies(
+            stac_dir,
+            tmp_path,
+            {"stalled-dem": f"http://127.0.0.1:{hung.port}/stalled.tif", "broken-dem": str(not_a_raster)},
+        )
         port = free_port()
         env = {
             "RASTER_PORT": str(port),
@@ -319,9 +323,13 @@ def test_a_read_past_its_deadline_is_stopped_and_frees_its_worker(
             stalled = httpx.get(f"{service.url}/tiles/stalled-dem/7/{int(x)}/{int(y)}.png", timeout=60)
             assert stalled.status_code == 504
             assert stalled.json()["limit"] == "RASTER_TILE_TIMEOUT_SECONDS"
-            assert "3 s" in stalled.json()["error"]
+            assert "3 s" in stalled.json()["error"] and stalled.json()["code"] == "deadline_exceeded"
             served = httpx.get(f"{service.url}/tiles/luxembourg-dem/7/{int(x)}/{int(y)}.png", timeout=60)
             assert (rgba(png(served))[3] > 0).any()
+            # An asset that is not a raster is the data's failure, not ours: 502 naming the cause.
+            broken = httpx.get(f"{service.url}/tiles/broken-dem/7/{int(x)}/{int(y)}.png", timeout=60)
+            assert broken.status_code == 502 and broken.json()["code"] == "upstream_unreadable"
+            assert "not recognized as being in a supported file format" in broken.json()["error"]
 
             async def tools() -> None:
                 async with connect(service.url) as session:
@@ -371,4 +379,18 @@ def test_bad_tile_requests_name_the_parameter(
     response = httpx.get(f"{raster_service}/tiles/{path}", params=params)
     assert response.status_code == status
     assert response.json()["parameter"] == parameter
+    assert response.json()["code"] == {400: "invalid_argument", 404: "not_found"}[status]
     assert httpx.get(f"{raster_service}/tiles/global-land-mask/0/0/0.png").status_code == 200
+
+
+def test_an_unexpected_failure_is_a_logged_500_with_the_trace_id(caplog: pytest.LogCaptureFixture) -> None:
+    # No input of the running service reaches a bug on purpose, so the table is checked directly:
+    # inside a span, as the tile route runs.
+    provider = TracerProvider()
+    with provider.get_tracer("test").start_as_current_span("GET /tiles") as span:
+        response = error_response(KeyError("band"))
+        trace_id = format(span.get_span_context().trace_id, "032x")
+    body = json.loads(bytes(response.body))
+    assert response.status_code == 500
+    assert body == {"error": "could not render the tile: KeyError", "code": "internal", "trace_id": trace_id}
+    assert any(r.exc_info and r.exc_info[0] is KeyError for r in caplog.records)

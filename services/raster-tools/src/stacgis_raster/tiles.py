@@ -24,6 +24,7 @@ from urllib.parse import urlencode
 import morecantile
 import numpy as np
 import rasterio
+from opentelemetry import trace
 from rasterio.crs import CRS
 from rasterio.errors import CRSError
 from rasterio.io import DatasetReader
@@ -344,20 +345,43 @@ def tile_layer(href: str, max_pixels: int) -> LayerZooms:
         return layer_zooms(ds, max_pixels)
 
 
-def _error(exc: Exception) -> JSONResponse:
-    if isinstance(exc, NotFoundError):
-        return JSONResponse({"error": str(exc), "parameter": exc.argument}, status_code=404)
-    if isinstance(exc, PixelCapExceeded):
-        return JSONResponse({"error": str(exc), "parameter": exc.argument, "limit": "RASTER_TILE_MAX_PIXELS"}, 422)
-    if isinstance(exc, ArgumentError):
-        return JSONResponse({"error": str(exc), "parameter": exc.argument}, status_code=400)
-    if isinstance(exc, DeadlineExceeded):
-        return JSONResponse({"error": str(exc), "limit": exc.setting}, status_code=504)
-    if isinstance(exc, (UpstreamError, RioTilerError, rasterio.errors.RasterioError)):
-        return JSONResponse({"error": str(exc)}, status_code=502)
-    # Our own bug, not an upstream's: a 500, logged with the trace id, never disguised as a 502.
-    log.exception("tile rendering failed")
-    return JSONResponse({"error": f"could not render the tile: {type(exc).__name__}"}, status_code=500)
+# One table from exception to answer, first match wins (subclasses first). Every body is
+# {"error": message, "code": ..., "parameter": the argument at fault (if any), "limit": the setting
+# that was exceeded (if any)}.
+ERRORS: tuple[tuple[type[Exception] | tuple[type[Exception], ...], int, str], ...] = (
+    (NotFoundError, 404, "not_found"),
+    (PixelCapExceeded, 422, "over_pixel_cap"),
+    (ArgumentError, 400, "invalid_argument"),
+    (DeadlineExceeded, 504, "deadline_exceeded"),
+    # The catalog or the asset could not be read: the upstream's failure, not ours.
+    ((UpstreamError, RioTilerError, rasterio.errors.RasterioError), 502, "upstream_unreadable"),
+)
+
+
+def _trace_id() -> str | None:
+    context = trace.get_current_span().get_span_context()
+    return format(context.trace_id, "032x") if context.is_valid else None
+
+
+def error_response(exc: Exception) -> JSONResponse:
+    for kinds, status, code in ERRORS:
+        if isinstance(exc, kinds):
+            body: dict[str, Any] = {"error": str(exc), "code": code}
+            if isinstance(exc, ArgumentError):
+                body["parameter"] = exc.argument
+            if isinstance(exc, PixelCapExceeded):
+                body["limit"] = "RASTER_TILE_MAX_PIXELS"
+            if isinstance(exc, DeadlineExceeded):
+                body["limit"] = exc.setting
+            if status == 502:
+                log.warning("tile data could not be read: %s", exc)
+            return JSONResponse(body, status_code=status)
+    # Anything else is our own bug: a 500 with the trace id (also in the log line), never a 502.
+    log.error("tile rendering failed", exc_info=exc)
+    body = {"error": f"could not render the tile: {type(exc).__name__}", "code": "internal"}
+    if trace_id := _trace_id():
+        body["trace_id"] = trace_id
+    return JSONResponse(body, status_code=500)
 
 
 def tile_routes(service: RasterService) -> list[Route]:
@@ -404,10 +428,10 @@ def tile_routes(service: RasterService) -> list[Route]:
             return Response(png, media_type="image/png", headers=headers)
         except DeadlineExceeded as exc:
             outcome = "timeout"
-            return _error(exc)
+            return error_response(exc)
         except Exception as exc:
             outcome = "error"
-            return _error(exc)
+            return error_response(exc)
         finally:
             TILE_REQUESTS.labels(outcome).inc()
             TILE_DURATION.observe(time.perf_counter() - started)
@@ -426,7 +450,7 @@ def tile_routes(service: RasterService) -> list[Route]:
                 setting="RASTER_TILE_TIMEOUT_SECONDS",
             )
         except Exception as exc:
-            return _error(exc)
+            return error_response(exc)
         base = (settings.public_base_url or str(request.base_url)).rstrip("/")
         query = urlencode([(k, v) for k, v in request.query_params.multi_items() if k in PASSTHROUGH_PARAMS])
         url = f"{base}/tiles/{record.id}/{{z}}/{{x}}/{{y}}.png" + (f"?{query}" if query else "")

@@ -20,8 +20,6 @@ from typing import Any, TypeVar
 import rasterio
 from pebble import ProcessExpired, ProcessPool
 
-from stacgis_raster.errors import UpstreamError
-
 T = TypeVar("T")
 
 # Workers are forked from a server process that has these imported already, so a replacement
@@ -40,8 +38,8 @@ class DeadlineExceeded(Exception):
         super().__init__(f"{what} took longer than {seconds:g} s (the limit {setting}) and was stopped")
 
 
-class WorkerCrashed(UpstreamError):
-    """A worker process died during a read (killed for memory, a crash in GDAL)."""
+class WorkerCrashed(RuntimeError):
+    """A worker process died during a read (killed for memory, a crash in GDAL): our failure, a 500."""
 
 
 def _init_worker(env: dict[str, str | int]) -> None:
