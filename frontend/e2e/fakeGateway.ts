@@ -2,6 +2,7 @@ import { create, toJson, type JsonObject, type MessageInitShape } from "@bufbuil
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { crc32, deflateSync } from "node:zlib";
 import { SSE_EVENT_NAMES } from "../src/api/agentEvents";
 import { AgentEventSchema, type GroundingSchema } from "../src/gen/stacgis/v1/events_pb";
 
@@ -56,11 +57,31 @@ export interface ChatRequestBody {
   spatial_context?: { drawn_geometry?: unknown; selected_feature?: unknown; map_center?: unknown; zoom?: unknown };
 }
 
-/** A 1×1 opaque orange PNG: every raster tile of a scripted layer. */
-const TILE_PNG = Buffer.from(
-  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg==",
-  "base64",
-);
+/** A 256×256 tile of one opaque orange: every raster tile of a scripted layer. */
+const TILE_PNG = solidPng(256, [230, 120, 20]);
+
+function solidPng(size: number, [r, g, b]: [number, number, number]): Buffer {
+  const chunk = (type: string, data: Buffer) => {
+    const head = Buffer.alloc(8);
+    head.writeUInt32BE(data.length, 0);
+    head.write(type, 4, "ascii");
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(crc32(Buffer.concat([head.subarray(4), data])), 0);
+    return Buffer.concat([head, data, crc]);
+  };
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(size, 0);
+  header.writeUInt32BE(size, 4);
+  header.set([8, 2, 0, 0, 0], 8); // 8-bit RGB
+  const row = Buffer.concat([Buffer.from([0]), Buffer.from(Array.from({ length: size }, () => [r, g, b]).flat())]);
+  const pixels = deflateSync(Buffer.concat(Array.from({ length: size }, () => row)));
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk("IHDR", header),
+    chunk("IDAT", pixels),
+    chunk("IEND", Buffer.alloc(0)),
+  ]);
+}
 
 interface StoredMessage {
   role: "user" | "assistant" | "tool";

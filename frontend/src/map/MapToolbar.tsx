@@ -1,4 +1,5 @@
 import { useUiStore } from "../state/uiStore";
+import { basemapLabel } from "./basemap";
 import { canFinish, finishDrawing, idleDraw } from "./drawing";
 import { cssGradient } from "./legend";
 import type { BasemapChoice } from "./mapBridge";
@@ -105,9 +106,9 @@ export function MapToolbar({ onStartDrawing }: { onStartDrawing: () => void }) {
               if (v === "light" || v === "dark" || v === "satellite") setBasemap(v);
             }}
           >
-            <option value="light">Light</option>
-            <option value="dark">Dark</option>
-            <option value="satellite">Satellite</option>
+            <option value="light">{basemapLabel("light")}</option>
+            <option value="dark">{basemapLabel("dark")}</option>
+            <option value="satellite">{basemapLabel("satellite")}</option>
             {typeof basemap === "object" ? <option value="custom">Custom style</option> : null}
           </select>
         </label>

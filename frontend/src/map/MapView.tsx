@@ -18,6 +18,7 @@ import {
   COUNTRIES_SOURCE,
   loadCountries,
   offlineStyle,
+  SATELLITE_STYLE_URL,
   type Countries,
   type OfflineVariant,
 } from "./basemap";
@@ -35,12 +36,12 @@ import { OVERLAY_ANCHOR_LAYER, overlayBeforeId } from "./frontendTools";
 import type { BasemapChoice } from "./mapBridge";
 import { markStyleLoaded, markStyleLoading, registerMap, unregisterMap } from "./mapRegistry";
 import { MapToolbar } from "./MapToolbar";
+import { coveredBottom } from "./padding";
 
 // MapLibre looks for its worker beside its own module, which a bundle moves: point it at the emitted file.
 setWorkerUrl(new URL(workerUrl, window.location.href).toString());
 
 const CONFIGURED_STYLE_URL = (import.meta.env.VITE_MAP_STYLE_URL as string | undefined) || null;
-const SATELLITE_STYLE_URL = (import.meta.env.VITE_SATELLITE_STYLE_URL as string | undefined) || null;
 
 const EMPTY: FeatureCollection = { type: "FeatureCollection", features: [] };
 
@@ -225,6 +226,31 @@ export function MapView() {
         if (map.getSource(removed.id)) map.removeSource(removed.id);
       }
     });
+  }, [map]);
+
+  // The chat sheet of a narrow screen hides the map's lower part: keep the view's centre, and
+  // every zoom or fit the agent asks for, in the part that stays visible.
+  useEffect(() => {
+    if (!map) return;
+    const container = map.getContainer();
+    const sheet = document.getElementById("chat-panel");
+    const update = () => {
+      const panel = sheet && !sheet.hidden ? sheet.getBoundingClientRect() : null;
+      const bottom = coveredBottom(container.getBoundingClientRect(), panel);
+      if (map.getPadding().bottom !== bottom) map.setPadding({ top: 0, left: 0, right: 0, bottom });
+    };
+    update();
+    const observer = new ResizeObserver(update);
+    observer.observe(container);
+    if (sheet) observer.observe(sheet);
+    // Opening or closing the chat shows or hides the sheet without resizing the map.
+    const unsubscribe = useUiStore.subscribe((s, prev) => {
+      if (s.panels !== prev.panels) requestAnimationFrame(update);
+    });
+    return () => {
+      observer.disconnect();
+      unsubscribe();
+    };
   }, [map]);
 
   // Drawing shortcuts: Enter closes the polygon, Backspace removes a corner, Escape cancels.

@@ -26,6 +26,24 @@ const PALETTES: Record<OfflineVariant, Palette> = {
   satellite: { water: "#0d2b45", land: "#3d5a36", border: "#d8d2b0", rasterOpacity: 0.45 },
 };
 
+/** A satellite imagery style, when the deployment has one; without it "satellite" is the green offline map. */
+export const SATELLITE_STYLE_URL = (import.meta.env.VITE_SATELLITE_STYLE_URL as string | undefined) || null;
+
+/**
+ * What each basemap is called in the picker. The offline maps are flat colours
+ * under country outlines, and are named for that: only real imagery is "Satellite".
+ */
+export function basemapLabel(variant: OfflineVariant, satelliteImagery: boolean = SATELLITE_STYLE_URL !== null): string {
+  switch (variant) {
+    case "light":
+      return "Light outlines";
+    case "dark":
+      return "Dark outlines";
+    case "satellite":
+      return satelliteImagery ? "Satellite imagery" : "Green outlines";
+  }
+}
+
 const EMPTY: FeatureCollection = { type: "FeatureCollection", features: [] };
 
 export interface Countries {

@@ -1,4 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
+import type { Map as MapLibreMap } from "maplibre-gl";
 import { useUiStore } from "../state/uiStore";
 import { applyFrontendTool, type BridgeResult, type MapLike } from "./mapBridge";
 import { whenMapReady, whenStyleReady } from "./mapRegistry";
@@ -12,6 +13,15 @@ export const BORDERS_LAYER = "countries-line";
 export function overlayBeforeId(map: { getLayer(id: string): unknown }): string | undefined {
   if (map.getLayer(BORDERS_LAYER)) return BORDERS_LAYER;
   return map.getLayer(OVERLAY_ANCHOR_LAYER) ? OVERLAY_ANCHOR_LAYER : undefined;
+}
+
+/** The part of the map outside its padding (the chat sheet on a phone covers the rest). */
+function visibleView(map: MapLibreMap): [number, number, number, number] {
+  const { top = 0, bottom = 0, left = 0, right = 0 } = map.getPadding();
+  const canvas = map.getCanvas();
+  const nw = map.unproject([left, top]);
+  const se = map.unproject([canvas.clientWidth - right, canvas.clientHeight - bottom]);
+  return [nw.lng, se.lat, se.lng, nw.lat];
 }
 
 async function fetchJson(url: string): Promise<unknown> {
@@ -40,6 +50,7 @@ export function runFrontendTool(name: string, args: JsonObject | undefined): Pro
       setPanel: ui.setPanel,
       onOverlay: ui.upsertOverlay,
       overlayBeforeId: () => overlayBeforeId(map),
+      visibleView: () => visibleView(map),
     });
   });
   queue = run.catch(() => undefined);

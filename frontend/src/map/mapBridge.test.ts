@@ -150,6 +150,16 @@ describe("map bridge", () => {
     expect(map.calls.filter((c) => c.startsWith("fitBounds"))).toEqual([]);
   });
 
+  it("visualize_collection judges the view by what a panel leaves visible", async () => {
+    const map = new FakeMap();
+    map.center = { lng: 6.1, lat: 49.7 };
+    map.zoom = 8;
+    // The whole map is centred on the data, but the sheet over its lower part leaves only the north visible.
+    const visibleView = (): [number, number, number, number] => [4.5, 50.5, 7.7, 51.3];
+    await applyFrontendTool("visualize_collection", { collection_id: "luxembourg-dem" }, env(map, { visibleView }));
+    expect(map.calls.filter((c) => c.startsWith("fitBounds"))).toHaveLength(1);
+  });
+
   it("visualize_collection zooms in when the data would be a speck in the view", async () => {
     const map = new FakeMap();
     map.center = { lng: 6.1, lat: 49.7 };

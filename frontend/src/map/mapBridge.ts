@@ -60,6 +60,8 @@ export interface BridgeEnv {
   onOverlay: (overlay: RasterOverlay) => void;
   /** Layers that must stay above raster overlays (drawing, selection). */
   overlayBeforeId?: () => string | undefined;
+  /** [west, south, east, north] of the part of the map not covered by a panel; the whole map if absent. */
+  visibleView?: () => [number, number, number, number];
 }
 
 export interface BridgeResult {
@@ -223,7 +225,8 @@ async function visualize(args: JsonObject, env: BridgeEnv): Promise<BridgeResult
     map.flyTo({ center: [lon, lat], zoom, essential: true });
   } else if (bounds) {
     const v = map.getBounds();
-    if (needsFit([v.getWest(), v.getSouth(), v.getEast(), v.getNorth()], bounds)) {
+    const view = env.visibleView?.() ?? [v.getWest(), v.getSouth(), v.getEast(), v.getNorth()];
+    if (needsFit(view, bounds)) {
       map.fitBounds(
         [
           [bounds[0], bounds[1]],
