@@ -242,7 +242,18 @@ class Infra:
         subprocess.run(local_infra.as_pg_user(command), check=True, stdout=subprocess.DEVNULL)
 
     def crash_postgres(self) -> None:
-        """Immediate shutdown: every backend dies at once, no checkpoint (crash recovery on restart)."""
+        """Immediate shutdown: every backend dies at once, no checkpoint (crash recovery on restart).
+
+        Postgres stays down until `up()`: its supervisor is killed first, or it would bring the
+        server back within a second and the outage a test means to hold would be over."""
+        state = self.state_dir / "run" / "postgres.json"
+        try:
+            supervisor = json.loads(state.read_text()).get("supervisor")
+        except (OSError, ValueError):
+            supervisor = None
+        if isinstance(supervisor, int):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(supervisor, signal.SIGKILL)
         self._pg_ctl("-m", "immediate", "-w", "stop")
 
     def kill_redis(self) -> None:
