@@ -23,7 +23,7 @@ from starlette.routing import Route
 from stacgis_common.health import health_routes
 from stacgis_common.telemetry import OTEL_ASGI_OPTIONS, MetricsMiddleware, metrics_endpoint, setup_telemetry
 
-from .api import chat, meta, runs, sessions
+from .api import chat, mcp_proxy, meta, runs, sessions, tokens
 from .api.problems import ApiProblem, problem_handler
 from .auth import CookieMiddleware, build_authenticator
 from .bodylimit import BodyLimitMiddleware
@@ -39,6 +39,7 @@ from .runstore import RunStore
 from .sessions import SessionService
 from .store import HistoryStore
 from .streaming import MAX_BLOCK_SECONDS
+from .tokens import TokenStore
 
 SERVICE = "chat-gateway"
 API_PREFIX = "/api/v1"
@@ -151,6 +152,7 @@ def create_app(settings: GatewaySettings) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         gateway = await build_gateway(settings)
         app.state.gateway = gateway
+        app.state.mcp = mcp_proxy.McpProxy(settings, TokenStore(gateway.store.pool), gateway.auth)
         flusher = asyncio.create_task(gateway.history.flush_periodically(), name="history-flush")
         log.info("chat-gateway ready", extra={"auth_mode": settings.auth_mode, "port": settings.port})
         try:
@@ -159,6 +161,7 @@ def create_app(settings: GatewaySettings) -> FastAPI:
             flusher.cancel()
             await gateway.manager.shutdown(settings.shutdown_grace_seconds)
             await gateway.orchestrator.aclose()
+            await app.state.mcp.aclose()
             await gateway.store.close()
             await gateway.redis.aclose()
 
@@ -177,8 +180,9 @@ def create_app(settings: GatewaySettings) -> FastAPI:
             Middleware(CookieMiddleware),
         ],
     )
-    for router in (chat.router, sessions.router, runs.router, meta.router):
+    for router in (chat.router, sessions.router, runs.router, meta.router, tokens.router):
         app.include_router(router, prefix=API_PREFIX)
+    app.include_router(mcp_proxy.router)
     app.add_exception_handler(ApiProblem, problem_handler)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _invalid_request)

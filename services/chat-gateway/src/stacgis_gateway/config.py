@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, ValidationInfo, field_validator, model_validator
@@ -15,6 +16,13 @@ from stacgis_common.settings import ServiceSettings, check_secret
 DEV_COOKIE_SECRET = "stacgis-dev-only-cookie-secret-change-me"
 
 AuthMode = Literal["anonymous", "trusted-header", "jwt"]
+# The MCP tool servers outside clients reach through `/mcp/<name>` with a personal access token.
+DEFAULT_MCP_SERVERS = {
+    "raster": "http://127.0.0.1:8011/mcp",
+    "vector": "http://127.0.0.1:8012/mcp",
+    "knowledge": "http://127.0.0.1:8013/mcp",
+    "memory": "http://127.0.0.1:8014/mcp",
+}
 
 
 def _split_list(value: Any) -> Any:
@@ -91,6 +99,16 @@ class GatewaySettings(ServiceSettings):
     history_retry_seconds: float = Field(default=10.0, ge=0)
     history_flush_seconds: float = Field(default=5.0, gt=0)
 
+    # Outside MCP clients (`/mcp/<server>`, personal access tokens): the servers, the longest token
+    # lifetime, active tokens per user, the body and total time of one forwarded request, and the
+    # public URL of the gateway (the `resource` of the OAuth metadata; unset: taken from the request).
+    mcp_servers: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_MCP_SERVERS))
+    mcp_token_max_days: int = Field(default=90, ge=1, le=3650)
+    mcp_tokens_per_user: int = Field(default=20, ge=1)
+    mcp_max_body_bytes: int = Field(default=1_048_576, ge=1024)
+    mcp_timeout_seconds: float = Field(default=300.0, gt=0)
+    public_base_url: str | None = None
+
     model_label: str = "qwen3"
     provider_label: str = "ollama"
     trace_file: str | None = None
@@ -104,6 +122,16 @@ class GatewaySettings(ServiceSettings):
     @classmethod
     def _no_development_cookie_secret(cls, value: SecretStr, info: ValidationInfo) -> SecretStr:
         return check_secret(value, (DEV_COOKIE_SECRET,), info)
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _mcp_servers(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, url in value.items():
+            if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,31}", name):
+                raise ValueError(f"MCP server name {name!r} must be 1-32 lowercase letters, digits, '-' or '_'")
+            if not url.startswith(("http://", "https://")):
+                raise ValueError(f"MCP server {name!r}: {url!r} is not an http(s) URL")
+        return value
 
     @field_validator("trusted_proxies")
     @classmethod

@@ -72,6 +72,10 @@ class HistoryStore:
         await apply_migrations(pool, SCHEMA, MIGRATIONS)
         return cls(pool)
 
+    @property
+    def pool(self) -> asyncpg.Pool:
+        return self._pool
+
     async def close(self) -> None:
         await self._pool.close()
 
