@@ -26,7 +26,8 @@ def run_ingest(env: dict[str, str], directory: Path, *extra: str) -> subprocess.
     )
 
 
-async def documents(url: str) -> list[dict[str, Any]]:
-    async with mcp_client(url + "/mcp", token_for("tester")) as session:
+async def documents(url: str, user: str = "tester") -> list[dict[str, Any]]:
+    """The documents `user` can search (their own and the shared ones)."""
+    async with mcp_client(url + "/mcp", token_for(user)) as session:
         read = await session.read_resource("knowledge://documents")
     return list(json.loads(read.contents[0].text)["documents"])

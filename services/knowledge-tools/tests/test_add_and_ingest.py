@@ -42,6 +42,7 @@ async def test_added_document_is_chunked_found_and_not_added_twice(
         knowledge_server.url,
         "search_knowledge",
         {"query": "how do I find water bodies in a multispectral image?", "limit": 3},
+        user="analyst",
     )
     assert not error, found
     top = found["results"][0]
@@ -49,7 +50,7 @@ async def test_added_document_is_chunked_found_and_not_added_twice(
     assert top["source"] == "McFeeters 1996" and top["tags"] == ["water", "index"]
     assert top["heading"].startswith("NDWI: the Normalized Difference Water Index")
 
-    error, again = await call_tool(knowledge_server.url, "add_knowledge", arguments, user="someone-else")
+    error, again = await call_tool(knowledge_server.url, "add_knowledge", arguments, user="analyst")
     assert not error, again
     assert again["status"] == "duplicate" and again["document_id"] == added["document_id"]
 

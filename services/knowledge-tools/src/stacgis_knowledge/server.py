@@ -21,7 +21,7 @@ INSTRUCTIONS = (
     "The product's knowledge base: its datasets (what each raster and vector collection holds, units, "
     "resolution, sources) and the concepts users ask about (NDVI, DEMs, land-cover classes, CRS, resolution, "
     "how statistics, zonal statistics and change detection are computed, STAC). Search it before explaining "
-    "a dataset or a method, and cite the source of what you use."
+    "a dataset or a method, and cite the source of what you use. Documents a user adds are private to them."
 )
 
 settings = load_settings(KnowledgeSettings)
@@ -38,7 +38,7 @@ async def search_knowledge(
 ) -> CallToolResult:
     """Use for concept and definition questions, e.g. 'what is NDVI', 'what does a DEM measure'."""
     with observe("search_knowledge"):
-        return compact_result(await runtime.get().search(query, limit))
+        return compact_result(await runtime.get().search(query, limit, current_identity().user_id))
 
 
 @server.tool(annotations=ToolAnnotations(read_only_hint=False, idempotent_hint=True, open_world_hint=False))
@@ -48,7 +48,7 @@ async def add_knowledge(
     source: Annotated[str | None, Field(description="Where the text comes from (URL, file, citation).")] = None,
     tags: Annotated[list[str] | None, Field(description="Keywords, e.g. ['ndvi', 'landsat'].")] = None,
 ) -> CallToolResult:
-    """Use for adding a document the user gives to the shared knowledge base."""
+    """Use for adding a document the user gives to their own knowledge (only they can search it)."""
     with observe("add_knowledge"):
         identity = current_identity()
         result = await runtime.get().add(title, content, source, tags, identity.user_id)
@@ -59,11 +59,11 @@ async def add_knowledge(
 @server.resource(
     "knowledge://documents",
     name="knowledge-documents",
-    description="Titles, sources and tags of every document in the knowledge base.",
+    description="Titles, sources and tags of the documents the current user can search (theirs and the shared ones).",
     mime_type="application/json",
 )
 async def documents_resource() -> str:
-    return json.dumps(await runtime.get().list_documents())
+    return json.dumps(await runtime.get().list_documents(current_identity().user_id))
 
 
 app = build_tool_server_app(server, settings, readiness=runtime.readiness(), lifespan=runtime.lifespan)

@@ -1,6 +1,8 @@
 """The operations behind the knowledge tools and the ingest command, independent of MCP.
 
 Writes embed first and store in one transaction afterwards: a failed call stores nothing.
+A user's additions are private to them unless the user is one of `KNOWLEDGE_ADMIN_USERS`;
+the ingest command adds shared documents. Search reads a user's own and the shared documents.
 """
 
 from __future__ import annotations
@@ -75,18 +77,18 @@ class KnowledgeService:
 
     # -- tools -------------------------------------------------------------------------------
 
-    async def search(self, query: Any, limit: Any) -> dict[str, Any]:
+    async def search(self, query: Any, limit: Any, user_id: str) -> dict[str, Any]:
         text = text_argument(query, "query", self.settings.max_query_chars)
         limit = limit_argument(limit, self.settings.max_limit)
         vector = (await self._embed([text]))[0]
         candidates = max(self.settings.candidates_per_ranker, limit)
-        by_vector = await store.rank_by_vector(self.pool, vector, candidates, self.settings.hnsw_ef_search)
-        by_text = await store.rank_by_text(self.pool, text, candidates)
+        by_vector = await store.rank_by_vector(self.pool, user_id, vector, candidates, self.settings.hnsw_ef_search)
+        by_text = await store.rank_by_text(self.pool, user_id, text, candidates)
         similarity = dict(by_vector)
         fused = reciprocal_rank_fusion(
             {"semantic": [chunk_id for chunk_id, _ in by_vector], "full_text": by_text}, self.settings.rrf_k
         )[:limit]
-        details = await store.chunk_details(self.pool, [entry.key for entry in fused])
+        details = await store.chunk_details(self.pool, user_id, [entry.key for entry in fused])
         hits = []
         for entry in fused:
             row = details[entry.key]
@@ -99,6 +101,7 @@ class KnowledgeService:
                 "chunk_count": row["chunk_count"],
                 "document_id": str(row["document_id"]),
                 "tags": list(row["tags"]),
+                "shared": row["shared"],
                 **entry.result_fields(similarity),
             }
             hits.append(hit)
@@ -110,18 +113,23 @@ class KnowledgeService:
         clean_source = None if source is None else text_argument(source, "source", self.settings.max_source_chars)
         clean_tags = self._tags(tags)
         digest = content_hash(clean_content)
-        existing = await store.document_by_hash(self.pool, digest)
+        owner = None if user_id in self.settings.admin_users else user_id
+        existing = await store.document_by_hash(self.pool, digest, None)
+        if existing is None and owner is not None:
+            existing = await store.document_by_hash(self.pool, digest, owner)
         if existing is not None:
             return duplicate(existing, "the same content is already in the knowledge base; nothing was added")
         chunks = self._chunks(clean_title, clean_content)
         vectors = await self._embed([chunk.embedding_text() for chunk in chunks])
-        document = store.NewDocument(clean_title, clean_source, clean_tags, clean_content, digest, "tool", user_id)
+        document = store.NewDocument(
+            clean_title, clean_source, clean_tags, clean_content, digest, "tool", user_id, owner
+        )
         try:
             async with self.pool.acquire() as connection, connection.transaction():
                 stored = await store.insert_document(connection, document, chunks, vectors)
         except asyncpg.UniqueViolationError:
             # The same content added concurrently: the other call stored it.
-            raced = await store.document_by_hash(self.pool, digest)
+            raced = await store.document_by_hash(self.pool, digest, owner)
             if raced is None:
                 raise
             return duplicate(raced, "the same content was added at the same time")
@@ -129,12 +137,13 @@ class KnowledgeService:
             "status": "added",
             "document_id": str(stored.document_id),
             "title": clean_title,
+            "shared": owner is None,
             "chunks": stored.chunks_stored,
             "chunks_already_known": stored.chunks_already_known,
         }
 
-    async def list_documents(self) -> dict[str, Any]:
-        documents = await store.list_documents(self.pool)
+    async def list_documents(self, user_id: str) -> dict[str, Any]:
+        documents = await store.list_documents(self.pool, user_id)
         return {"documents": documents, "count": len(documents)}
 
     # -- ingest ------------------------------------------------------------------------------
@@ -146,12 +155,12 @@ class KnowledgeService:
         previous = await store.ingested_by_source(self.pool, source)
         if previous is not None and previous["content_hash"] == digest:
             return IngestOutcome("unchanged", str(previous["id"]), 0)
-        same = await store.document_by_hash(self.pool, digest)
+        same = await store.document_by_hash(self.pool, digest, None)
         if same is not None:
             return IngestOutcome("duplicate", str(same["id"]), 0)
         chunks = self._chunks(title, clean)
         vectors = await self.embedder.embed([chunk.embedding_text() for chunk in chunks])
-        document = store.NewDocument(title, source, tags, clean, digest, "ingest", None)
+        document = store.NewDocument(title, source, tags, clean, digest, "ingest", None, None)
         async with self.pool.acquire() as connection, connection.transaction():
             if previous is not None:
                 await store.delete_document(connection, previous["id"])

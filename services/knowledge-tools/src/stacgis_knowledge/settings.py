@@ -23,3 +23,6 @@ class KnowledgeSettings(PgvectorSettings):
     # Words and punctuation marks per chunk. all-MiniLM-L6-v2 reads at most 256 word pieces;
     # 180 leaves room for the heading and for words split into several pieces.
     chunk_max_tokens: int = Field(default=180, ge=20, le=8192)
+    # Users (ids from the internal token) whose add_knowledge adds shared documents; everyone
+    # else's additions are private to them. A JSON list, e.g. ["alice@example.org"].
+    admin_users: frozenset[str] = frozenset()
