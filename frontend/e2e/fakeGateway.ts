@@ -33,12 +33,16 @@ export interface ScriptedApproval {
 
 /**
  * One step of a run, after the plain `tools` and before the answer's text:
- * a gated call, a command for the browser (chart, layer, zoom), some text, or
+ * a gated call, a command for the browser (chart, layer, zoom), some thinking, a
+ * tool call, some text, or
  * `hold`: the stream stays open until the test calls `release()` or the user
  * stops the run (then it finishes as cancelled, as the orchestrator does).
  */
 export type ScriptedStep =
   | { approval: ScriptedApproval }
+  | { thinking: string }
+  /** A tool call; with `hold` it stays running until `release()`. */
+  | { tool: ScriptedTool; hold?: boolean }
   | { frontend: { name: string; arguments: JsonObject } }
   | { text: string }
   | { hold: true };
@@ -134,6 +138,13 @@ export class FakeGateway {
     const pending = this.releases;
     this.releases = [];
     pending.forEach((go) => go());
+  }
+
+  /** Waits until a stream is held, then lets it go on (a hold registers just after its last event is sent). */
+  async releaseHeld(): Promise<void> {
+    for (let i = 0; i < 200 && this.releases.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 25));
+    if (this.releases.length === 0) throw new Error("no stream is held");
+    this.release();
   }
 
   async stop(): Promise<void> {
@@ -248,8 +259,18 @@ export class FakeGateway {
     let text = "";
     for (const step of answer.steps ?? []) {
       if (cancelled) break;
-      if ("hold" in step) {
+      if ("tool" in step) {
+        const callId = `call-${calls.length + 1}`;
+        const { tool } = step;
+        await send({ case: "toolStart", value: { callId, toolName: tool.name, arguments: tool.arguments, server: "raster-tools" } });
+        if (step.hold) await until<void>((go) => this.releases.push(() => go()));
+        if (cancelled) break;
+        await send({ case: "toolResult", value: { callId, toolName: tool.name, result: tool.result, durationMs: 40n } });
+        calls.push({ id: callId, ...tool });
+      } else if ("hold" in step) {
         await until<void>((go) => this.releases.push(() => go()));
+      } else if ("thinking" in step) {
+        await send({ case: "thinking", value: { text: step.thinking } });
       } else if ("text" in step) {
         text += step.text;
         await send({ case: "content", value: { text: step.text } });

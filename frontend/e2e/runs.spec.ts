@@ -62,7 +62,7 @@ test("with every slot busy a second browser is queued, then served", async ({ br
   const banner = second.locator("[data-notice=queued]");
   await expect(banner).toBeVisible();
   await expect(banner).toContainText("queued");
-  await expect(lastAnswer(second)).toContainText("Waiting in the queue");
+  await expect(lastAnswer(second)).toContainText("Waiting for a free model slot");
   await screenshot(second, "queue-waiting");
 
   // When the long answers end, the queued browser is served by itself.

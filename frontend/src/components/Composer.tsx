@@ -4,6 +4,7 @@ import { isRunActive } from "../state/chatReducer";
 import { sendMessage, stopRun } from "../state/chatController";
 import { useChatStore } from "../state/chatStore";
 import { useUiStore } from "../state/uiStore";
+import { RunStatusLine } from "./RunStatusLine";
 
 function ContextChips() {
   const center = useUiStore((s) => s.center);
@@ -97,6 +98,7 @@ export function Composer() {
         submit();
       }}
     >
+      <RunStatusLine place="composer" />
       <ContextChips />
       <div className="composer-row">
         <label htmlFor="composer-input" className="visually-hidden">

@@ -1,20 +1,13 @@
 import { Suspense, lazy } from "react";
 import { useChatStore } from "../state/chatStore";
-import type { RunPhase } from "../state/chatTypes";
 import { groundingSummary } from "../state/grounding";
 import { useUiStore } from "../state/uiStore";
 import type { UiMessage } from "../state/chatTypes";
 import { ActivityFeed } from "./ActivityFeed";
+import { RunStatusLine } from "./RunStatusLine";
 import { SafeMarkdown } from "./SafeMarkdown";
 
 const ChartView = lazy(() => import("./ChartView"));
-
-const PENDING_TEXT: Partial<Record<RunPhase, string>> = {
-  queued: "Waiting in the queue…",
-  connecting: "Connecting…",
-  resuming: "Reconnecting…",
-  cancelling: "Stopping…",
-};
 
 const STATUS_NOTE: Partial<Record<UiMessage["status"], string>> = {
   cancelled: "Stopped",
@@ -24,7 +17,7 @@ const STATUS_NOTE: Partial<Record<UiMessage["status"], string>> = {
 
 export function MessageBubble({ message, latest = false }: { message: UiMessage; latest?: boolean }) {
   const showActivity = useUiStore((s) => s.panels.activity);
-  const phase = useChatStore((s) => (s.chat.run?.assistantId === message.id ? s.chat.run.phase : undefined));
+  const followed = useChatStore((s) => s.chat.run?.assistantId === message.id && s.chat.run.phase !== "finished");
   if (message.role === "user") {
     return (
       <article className="message message-user" aria-label="You said">
@@ -56,10 +49,15 @@ export function MessageBubble({ message, latest = false }: { message: UiMessage;
         <div className="answer" data-testid="answer">
           <SafeMarkdown text={message.content} grounding={message.grounding} />
         </div>
-      ) : streaming ? (
-        <p className="answer-pending" aria-live="polite">
-          <span className="spinner" aria-hidden="true" /> {(phase && PENDING_TEXT[phase]) ?? "Working on it…"}
-        </p>
+      ) : null}
+      {streaming ? (
+        followed ? (
+          <RunStatusLine place="feed" assistantId={message.id} />
+        ) : (
+          <p className="answer-pending">
+            <span className="spinner" aria-hidden="true" /> Working on it…
+          </p>
+        )
       ) : null}
       {checked ? (
         <p

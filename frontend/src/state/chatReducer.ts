@@ -1,7 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { AgentEvent } from "../api/agentEvents";
 import type { Capacity } from "../api/errors";
-import type { Activity, ChatState, MessageStatus, NoticeKind, UiMessage } from "./chatTypes";
+import type { Activity, ChatState, MessageStatus, NoticeKind, RunActivity, UiMessage } from "./chatTypes";
 import { groundingFromEvent, rememberGrounding, restoreGrounding } from "./grounding";
 
 export type RunFailure = "unreachable" | "busy" | "http" | "stream_lost" | "queue_left";
@@ -232,6 +232,40 @@ function noticeForError(code: string, message: string): { kind: NoticeKind; text
   }
 }
 
+/** The orchestrator's note while it waits for a model server that is (re)starting. */
+const MODEL_RETRY_NOTE = /^Waiting for the model\b/;
+
+/** What the run does after `event`; the time it began is kept while the subject stays the same. */
+export function activityAfter(current: RunActivity, event: AgentEvent, now: number): RunActivity {
+  const p = event.payload;
+  let next: Omit<RunActivity, "since">;
+  switch (p.case) {
+    case "runStarted":
+    case "toolResult":
+    case "toolError":
+    case "frontendTool":
+      // The model is asked (again): until its first token it reads the prompt or waits its turn.
+      next = { kind: "model" };
+      break;
+    case "thinking":
+      next = { kind: MODEL_RETRY_NOTE.test(p.value.text) ? "model_retry" : "thinking" };
+      break;
+    case "toolStart":
+      next = { kind: "tool", toolName: p.value.toolName };
+      break;
+    case "approvalRequired":
+      next = { kind: "approval", toolName: p.value.toolName };
+      break;
+    case "content":
+      next = { kind: "writing" };
+      break;
+    default:
+      return current;
+  }
+  if (next.kind === current.kind && next.toolName === current.toolName) return current;
+  return { ...next, since: now };
+}
+
 function applyEvent(state: ChatState, event: AgentEvent, eventId: string | null): ChatState {
   const run = state.run;
   if (!run) return state; // no run is waiting for events
@@ -250,6 +284,7 @@ function applyEvent(state: ChatState, event: AgentEvent, eventId: string | null)
       seenIds: eventId !== null && seq <= 0 ? [...run.seenIds, eventId] : run.seenIds,
       lastEventId: eventId ?? run.lastEventId,
       phase: run.phase === "cancelling" ? "cancelling" : "streaming",
+      activity: activityAfter(run.activity, event, Date.now()),
     },
   };
   next = updateMessage(next, run.assistantId, (m) => applyPayload(m, event, key));
@@ -336,7 +371,16 @@ export function chatReducer(state: ChatState, action: ChatAction): ChatState {
           },
           { id: action.assistantId, role: "assistant", content: "", status: "streaming", activities: [], charts: [] },
         ],
-        run: { runId: null, assistantId: action.assistantId, phase: "connecting", lastSeq: 0, seenIds: [], lastEventId: null },
+        run: {
+          runId: null,
+          assistantId: action.assistantId,
+          phase: "connecting",
+          lastSeq: 0,
+          seenIds: [],
+          lastEventId: null,
+          startedAt: Date.now(),
+          activity: { kind: "sending", since: Date.now() },
+        },
         approval: null,
         notice: null,
       };
@@ -348,7 +392,11 @@ export function chatReducer(state: ChatState, action: ChatAction): ChatState {
       const { active, max } = action.capacity;
       return {
         ...state,
-        run: { ...state.run, phase: "queued" },
+        run: {
+          ...state.run,
+          phase: "queued",
+          activity: state.run.activity.kind === "queued" ? state.run.activity : { kind: "queued", since: Date.now() },
+        },
         notice: {
           kind: "queued",
           text: `${max === 1 ? "The model's only slot is" : `All ${max} model slots are`} busy (${active} active). You are queued; your message is sent as soon as a slot frees.`,
@@ -358,7 +406,7 @@ export function chatReducer(state: ChatState, action: ChatAction): ChatState {
     }
     case "queue_retry":
       if (!state.run) return state;
-      return { ...state, run: { ...state.run, phase: "connecting" } };
+      return { ...state, run: { ...state.run, phase: "connecting", activity: { kind: "sending", since: Date.now() } } };
     case "resuming":
       if (!state.run) return state;
       return {

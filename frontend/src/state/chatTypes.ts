@@ -82,6 +82,29 @@ export interface PendingApproval {
 
 export type RunPhase = "connecting" | "queued" | "streaming" | "resuming" | "cancelling" | "finished";
 
+/**
+ * What the run is doing now, as far as the events tell: the status line's subject.
+ * `model`: the model has been asked and has not answered yet (reading the prompt, or
+ * busy with another request: the events do not say which).
+ */
+export type RunActivityKind =
+  | "sending"
+  | "queued"
+  | "model"
+  | "model_retry"
+  | "thinking"
+  | "tool"
+  | "approval"
+  | "writing";
+
+export interface RunActivity {
+  kind: RunActivityKind;
+  /** The tool being called or waiting for approval. */
+  toolName?: string;
+  /** When this activity began (ms since the epoch). */
+  since: number;
+}
+
 /** The run the conversation is waiting on. */
 export interface RunState {
   runId: string | null;
@@ -92,6 +115,9 @@ export interface RunState {
   /** SSE ids applied, for events that carry no seq. */
   seenIds: string[];
   lastEventId: string | null;
+  /** When the message was sent (ms since the epoch). */
+  startedAt: number;
+  activity: RunActivity;
 }
 
 export type NoticeKind =
