@@ -218,7 +218,9 @@ def test_settings_reach_each_service(default: Rendered) -> None:
     }
     assert orchestrator["ORCHESTRATOR_LLM_BASE_URL"] == f"http://{name_of('ollama')}:11434"
     raster = _config(default, "raster-tools")
-    assert raster["RASTER_PUBLIC_BASE_URL"] == "http://stacgis.local"
+    # Tile URLs follow the host each browser used: no fixed origin unless asked for.
+    assert "RASTER_PUBLIC_BASE_URL" not in raster
+    assert json.loads(raster["RASTER_TRUSTED_PROXIES"]) == ["0.0.0.0/0", "::/0"]
     assert json.loads(raster["RASTER_ALLOWED_LOCAL_ROOTS"]) == ["/data"]
     assert raster["RASTER_VECTOR_TOOLS_URL"] == f"http://{name_of('vector-tools')}:8012"
     assert raster["RASTER_STAC_URL"] == "/data/demo/stac/catalog.json"
@@ -487,8 +489,11 @@ def test_frontend_serves_the_content_security_policy(default: Rendered, renderer
     assert after["checksum/config"] != before
 
 
-def test_tiles_advertise_the_public_https_url(prod: Rendered) -> None:
-    assert _config(prod, "raster-tools")["RASTER_PUBLIC_BASE_URL"] == "https://stacgis.example.com"
+def test_tiles_follow_the_browsers_host_unless_a_public_url_is_set(prod: Rendered, renderer: Renderer) -> None:
+    # Behind the TLS ingress raster-tools builds https URLs from X-Forwarded-Proto/-Host.
+    assert "RASTER_PUBLIC_BASE_URL" not in _config(prod, "raster-tools")
+    fixed = renderer.render({"rasterTools": {"publicBaseUrl": "https://tiles.example.com"}})
+    assert _config(fixed, "raster-tools")["RASTER_PUBLIC_BASE_URL"] == "https://tiles.example.com"
 
 
 def test_gateway_api_route(renderer: Renderer, chart: helm_python.Chart) -> None:

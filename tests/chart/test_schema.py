@@ -35,6 +35,8 @@ BAD_VALUES: dict[str, tuple[dict[str, Any], str]] = {
     "env var without name": ({"gateway": {"extraEnv": [{"value": "x"}]}}, "name"),
     "hosts as a string": ({"ingress": {"hosts": "stacgis.example.com"}}, "hosts"),
     "LLM URL without scheme": ({"llm": {"baseUrl": "ollama:11434"}}, "baseUrl"),
+    "tile origin without scheme": ({"rasterTools": {"publicBaseUrl": "tiles.example.com"}}, "publicBaseUrl"),
+    "trusted proxy as a host name": ({"rasterTools": {"trustedProxies": ["ingress-nginx"]}}, "trustedProxies"),
     "unknown log level": ({"logLevel": "verbose"}, "logLevel"),
     "network peer with unknown selector": ({"networkPolicy": {"dnsPeers": [{"nodeSelector": {}}]}}, "nodeSelector"),
     "map style host that breaks out of the policy": (

@@ -178,6 +178,8 @@ CONSTRAINTS: dict[str, Schema] = {
     "observability.otlpEndpoint": {"pattern": r"^(https?://[^\s]+)?$"},
     "gateway.auth.mode": {"enum": ["anonymous", "trusted-header", "jwt"]},
     "gateway.auth.jwksUrl": {"pattern": r"^(https?://[^\s]+)?$"},
+    "rasterTools.publicBaseUrl": {"pattern": r"^(https?://[^\s/]+)?$"},
+    "rasterTools.trustedProxies": {"items": {"type": "string", "pattern": r"^[0-9A-Fa-f:.]+/[0-9]{1,3}$"}},
     "*.port": {"minimum": 1, "maximum": 65535},
     "*.replicaCount": {"minimum": 0},
     "*.autoscaling.minReplicas": {"minimum": 1},

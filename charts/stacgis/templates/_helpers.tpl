@@ -380,12 +380,10 @@ values first, then the service's `config` map on top. Args: (list $ key)
 {{- $_ := set $d "ALLOWED_LOCAL_ROOTS" (list $mount) -}}
 {{- $_ := set $d "ALLOWED_REMOTE_HOSTS" $svc.stac.allowedRemoteHosts -}}
 {{- $_ := set $d "VECTOR_TOOLS_URL" (include "stacgis.serviceUrl" (list $root "vectorTools")) -}}
-{{- /* TileJSON must carry the browser-facing URL (https behind a TLS ingress), not the pod's. */ -}}
-{{- if and $root.Values.ingress.enabled $root.Values.ingress.hosts -}}
-{{- $_ := set $d "PUBLIC_BASE_URL" (printf "%s://%s" (ternary "https" "http" $root.Values.ingress.tls.enabled) (first $root.Values.ingress.hosts)) -}}
-{{- else if and $root.Values.httpRoute.enabled $root.Values.httpRoute.hostnames -}}
-{{- $_ := set $d "PUBLIC_BASE_URL" (printf "https://%s" (first $root.Values.httpRoute.hostnames)) -}}
-{{- end -}}
+{{- /* TileJSON carries the origin each browser used (Host / X-Forwarded-* from the ingress), so every
+host works; a fixed URL only when asked for: one fixed host broke the others with CORS errors. */ -}}
+{{- if $svc.publicBaseUrl }}{{ $_ := set $d "PUBLIC_BASE_URL" $svc.publicBaseUrl }}{{ end -}}
+{{- $_ := set $d "TRUSTED_PROXIES" $svc.trustedProxies -}}
 {{- end -}}
 {{- range $k, $v := $svc.config -}}
 {{- $_ := set $d (upper $k) $v -}}

@@ -22,10 +22,12 @@ from raster_test_helpers import call, call_error, cog, connect
 from rasterio.errors import NotGeoreferencedWarning
 from rasterio.io import MemoryFile
 from rasterio.windows import Window, from_bounds
+from starlette.requests import Request
 
 from conftest import VectorFeatureServer
 from stacgis_common.testing import free_port, run_service
-from stacgis_raster.tiles import error_response
+from stacgis_raster.settings import RasterSettings
+from stacgis_raster.tiles import error_response, tile_base_url
 
 
 def png(response: httpx.Response) -> np.ndarray:
@@ -394,3 +396,59 @@ def test_an_unexpected_failure_is_a_logged_500_with_the_trace_id(caplog: pytest.
     assert response.status_code == 500
     assert body == {"error": "could not render the tile: KeyError", "code": "internal", "trace_id": trace_id}
     assert any(r.exc_info and r.exc_info[0] is KeyError for r in caplog.records)
+
+
+@pytest.mark.parametrize(
+    ("headers", "origin"),
+    [
+        # The browser's Host, passed on by the ingress: the page at 127.0.0.1 gets 127.0.0.1 tiles.
+        ({"Host": "127.0.0.1:8080"}, "http://127.0.0.1:8080"),
+        ({"Host": "stacgis.example.org"}, "http://stacgis.example.org"),
+        # A TLS ingress that talks HTTP to us (and may rewrite Host) says so in X-Forwarded-*.
+        (
+            {"Host": "raster-tools:8011", "X-Forwarded-Host": "maps.example.org", "X-Forwarded-Proto": "https"},
+            "https://maps.example.org",
+        ),
+        ({"Host": "[::1]:8080", "X-Forwarded-Proto": "https, http"}, "https://[::1]:8080"),
+    ],
+)
+def test_tilejson_tiles_are_on_the_host_the_browser_used(
+    raster_service: str, headers: dict[str, str], origin: str
+) -> None:
+    response = httpx.get(f"{raster_service}/tiles/global-land-mask/tilejson.json", headers=headers)
+    assert response.status_code == 200, response.text
+    assert response.json()["tiles"] == [f"{origin}/tiles/global-land-mask/{{z}}/{{x}}/{{y}}.png"]
+    # One URL, several hosts: a shared cache must not hand one host's TileJSON to another.
+    assert {v.strip() for v in response.headers["vary"].split(",")} >= {"Host", "X-Forwarded-Host", "X-Forwarded-Proto"}
+
+
+def _request(headers: dict[str, str], peer: str = "127.0.0.1") -> Request:
+    scope = {
+        "type": "http",
+        "method": "GET",
+        "scheme": "http",
+        "path": "/tiles/x/tilejson.json",
+        "query_string": b"",
+        "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
+        "client": (peer, 50000),
+        "server": ("10.1.2.3", 8011),
+    }
+    return Request(scope)
+
+
+def test_forwarded_headers_count_only_from_trusted_proxies() -> None:
+    settings = RasterSettings(trusted_proxies=["10.0.0.0/8"])
+    forged = {"Host": "stacgis.example.org", "X-Forwarded-Host": "evil.example", "X-Forwarded-Proto": "https"}
+    assert tile_base_url(_request(forged, peer="192.0.2.7"), settings) == "http://stacgis.example.org"
+    assert tile_base_url(_request(forged, peer="10.4.0.9"), settings) == "https://evil.example"
+    # Junk in the headers never reaches the URL: the next usable value does.
+    junk = {"Host": "a b/c", "X-Forwarded-Host": "x/y@z", "X-Forwarded-Proto": "javascript"}
+    assert tile_base_url(_request(junk, peer="10.4.0.9"), settings) == "http://10.1.2.3:8011"
+
+
+def test_a_configured_public_base_url_wins() -> None:
+    settings = RasterSettings(public_base_url="https://tiles.example.org/")
+    assert tile_base_url(_request({"Host": "127.0.0.1:8080"}), settings) == "https://tiles.example.org"
+    assert RasterSettings(public_base_url="").public_base_url is None
+    with pytest.raises(ValueError, match="http"):
+        RasterSettings(public_base_url="tiles.example.org")

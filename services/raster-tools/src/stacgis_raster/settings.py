@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Literal
 
 from pydantic import Field, field_validator
@@ -62,7 +63,7 @@ class RasterSettings(ServiceSettings):
     # Area tools given a city (a point) as place use a circle of this radius around it.
     place_point_buffer_km: float = Field(default=10.0, gt=0, le=500)
     # Tiles: browser cache lifetime, and the public base URL put into TileJSON
-    # (defaults to the URL the request came in on).
+    # (unset: the origin the browser used, see tiles.tile_base_url).
     tile_cache_seconds: int = Field(default=3600, ge=0)
     tile_size: int = Field(default=256, ge=64, le=1024)
     # A tile still rendering after this long is answered 504 and its read worker process is stopped.
@@ -71,6 +72,8 @@ class RasterSettings(ServiceSettings):
     # layer's minzoom is raised to the first zoom where every tile can.
     tile_max_pixels: int = Field(default=1_048_576, ge=65_536)
     public_base_url: str | None = None
+    # Peers (CIDRs) whose X-Forwarded-Host / X-Forwarded-Proto name that origin: the ingress.
+    trusted_proxies: list[str] = Field(default_factory=lambda: ["127.0.0.1/32", "::1/128"])
 
     @field_validator("stac_url")
     @classmethod
@@ -78,6 +81,21 @@ class RasterSettings(ServiceSettings):
         if not value.strip():
             raise ValueError("must not be empty")
         return value.strip()
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _cidrs(cls, value: list[str]) -> list[str]:
+        for item in value:
+            ipaddress.ip_network(item, strict=False)  # raises ValueError naming the bad entry
+        return value
+
+    @field_validator("public_base_url")
+    @classmethod
+    def _base_url(cls, value: str | None) -> str | None:
+        url = (value or "").strip().rstrip("/")
+        if url and not url.startswith(("http://", "https://")):
+            raise ValueError("must be an http(s) URL")
+        return url or None  # empty (as a chart may render it): derived per request
 
     def gdal_env(self) -> dict[str, str | int]:
         # rasterio wants integers for numeric options such as GDAL_CACHEMAX.

@@ -12,9 +12,11 @@ and a render past RASTER_TILE_TIMEOUT_SECONDS has its worker process stopped and
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import json
 import logging
 import math
+import re
 import time
 import warnings
 from dataclasses import dataclass
@@ -44,6 +46,7 @@ from stacgis_raster.errors import ArgumentError, NotFoundError, UpstreamError
 from stacgis_raster.metrics import TILE_DURATION, TILE_REQUESTS
 from stacgis_raster.rasterops import WGS84
 from stacgis_raster.service import RasterService
+from stacgis_raster.settings import RasterSettings
 from stacgis_raster.validation import parse_interval
 from stacgis_raster.workers import DeadlineExceeded
 
@@ -384,6 +387,43 @@ def error_response(exc: Exception) -> JSONResponse:
     return JSONResponse(body, status_code=500)
 
 
+# host[:port] as a Host header may carry it: a DNS name, IPv4 or a bracketed IPv6 address.
+_HOST = re.compile(r"(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?")
+# TileJSON differs by these request headers: shared caches must key on them.
+BASE_URL_VARY = "Host, X-Forwarded-Host, X-Forwarded-Proto"
+
+
+def _first(value: str | None) -> str:
+    return (value or "").split(",")[0].strip()
+
+
+def tile_base_url(request: Request, settings: RasterSettings) -> str:
+    """The origin TileJSON's tile URLs start with: the one the browser used.
+
+    RASTER_PUBLIC_BASE_URL wins when set. Otherwise the request's Host (ingress-nginx, Gateway API
+    implementations and the local nginx pass the browser's on), replaced by X-Forwarded-Host and
+    X-Forwarded-Proto when the peer is a trusted proxy (a TLS ingress talks plain HTTP to us).
+    A fixed URL broke every other host: at 127.0.0.1 a page got localhost tiles and CORS errors.
+    """
+    if settings.public_base_url:
+        return settings.public_base_url
+    scheme = request.url.scheme
+    host = request.headers.get("host", "")
+    peer = request.client.host if request.client else ""
+    with contextlib.suppress(ValueError):
+        address = ipaddress.ip_address(peer)
+        if any(address in ipaddress.ip_network(cidr, strict=False) for cidr in settings.trusted_proxies):
+            if (proto := _first(request.headers.get("x-forwarded-proto")).lower()) in ("http", "https"):
+                scheme = proto
+            if _HOST.fullmatch(forwarded := _first(request.headers.get("x-forwarded-host"))):
+                host = forwarded
+    if not _HOST.fullmatch(host):
+        # No usable Host (HTTP/1.0, garbage): the address we listen on.
+        server = request.scope.get("server") or (settings.host, settings.port)
+        host = f"{server[0]}:{server[1]}"
+    return f"{scheme}://{host}"
+
+
 def tile_routes(service: RasterService) -> list[Route]:
     settings = service.settings
     empty = transparent_png(settings.tile_size)
@@ -451,7 +491,7 @@ def tile_routes(service: RasterService) -> list[Route]:
             )
         except Exception as exc:
             return error_response(exc)
-        base = (settings.public_base_url or str(request.base_url)).rstrip("/")
+        base = tile_base_url(request, settings)
         query = urlencode([(k, v) for k, v in request.query_params.multi_items() if k in PASSTHROUGH_PARAMS])
         url = f"{base}/tiles/{record.id}/{{z}}/{{x}}/{{y}}.png" + (f"?{query}" if query else "")
         west, south, east, north = zooms.bounds
@@ -467,7 +507,10 @@ def tile_routes(service: RasterService) -> list[Route]:
             "center": [round((west + east) / 2, 6), round((south + north) / 2, 6), zooms.minzoom],
             "attribution": ", ".join(record.providers[:2]),
         }
-        return JSONResponse(body, headers={"Cache-Control": cache_header})
+        headers = {"Cache-Control": cache_header}
+        if not settings.public_base_url:
+            headers["Vary"] = BASE_URL_VARY
+        return JSONResponse(body, headers=headers)
 
     return [
         Route("/tiles/{collection_id}/tilejson.json", tilejson, methods=["GET"]),
