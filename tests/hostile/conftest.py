@@ -119,5 +119,8 @@ def hostile_stack() -> Iterator[PrivateStack]:
         "ORCHESTRATOR_RESOURCE_CACHE_SECONDS": "0",
         "MODEL_SERVER_PRELOAD": "true",
     }
-    with private_stack(StackOptions(rules=reliability_rules(), env=env, fresh_database=True)) as stack:
+    options = StackOptions(
+        rules=reliability_rules(), env=env, fresh_database=True, ingress_passes_user_header="X-Forwarded-User"
+    )
+    with private_stack(options) as stack:
         yield stack

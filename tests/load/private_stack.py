@@ -305,6 +305,9 @@ class StackOptions:
     # Span files as `make up` writes them (in this stack's log folder); off for benchmarks, since the
     # deployed services export spans over OTLP in the background instead.
     trace_files: bool = True
+    # The ingress clears identity headers a client sends. With a header named here it passes that one
+    # on instead: the tests play the authenticating proxy (trusted-header mode) in front of it.
+    ingress_passes_user_header: str | None = None
 
 
 class PrivateStack:
@@ -462,6 +465,10 @@ class PrivateStack:
             "server 127.0.0.1:8000;", " ".join(f"server 127.0.0.1:{g.port};" for g in self.gateways)
         )
         config = config.replace("127.0.0.1:8011", f"127.0.0.1:{raster}")
+        passed = self.options.ingress_passes_user_header
+        if passed:
+            variable = "$http_" + passed.lower().replace("-", "_")
+            config = config.replace(f'proxy_set_header {passed} "";', f"proxy_set_header {passed} {variable};")
         path = folder / "nginx.conf"
         path.write_text(config)
         return path

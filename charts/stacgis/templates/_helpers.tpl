@@ -248,6 +248,9 @@ Args: (dict "root" $ "secret" name "key" key "value" explicit)
 {{- if and (eq .Values.gateway.auth.mode "jwt") (not .Values.gateway.auth.jwksUrl) -}}
 {{- fail "gateway.auth.jwksUrl is required when gateway.auth.mode is jwt" -}}
 {{- end -}}
+{{- if and (eq .Values.gateway.auth.mode "trusted-header") (not .Values.gateway.auth.trustedProxies) -}}
+{{- fail "gateway.auth.trustedProxies must name the auth proxy's (or ingress controller's) addresses when gateway.auth.mode is trusted-header" -}}
+{{- end -}}
 {{- if and .Values.httpRoute.enabled (not .Values.httpRoute.parentRefs) -}}
 {{- fail "httpRoute.parentRefs must name the Gateway the route attaches to" -}}
 {{- end -}}
@@ -351,6 +354,8 @@ values first, then the service's `config` map on top. Args: (list $ key)
 {{- $_ := set $d "MAX_CONCURRENT_RUNS" $svc.maxConcurrentRuns -}}
 {{- $_ := set $d "MAX_CONCURRENT_RUNS_PER_USER" $svc.maxConcurrentRunsPerUser -}}
 {{- $_ := set $d "SESSION_TTL_SECONDS" $svc.sessionTtlSeconds -}}
+{{- $_ := set $d "BODY_READ_TIMEOUT_SECONDS" $svc.bodyReadTimeoutSeconds -}}
+{{- $_ := set $d "BODY_DEADLINE_SECONDS" $svc.bodyDeadlineSeconds -}}
 {{- /* What the UI shows as "answered by". */ -}}
 {{- $_ := set $d "MODEL_LABEL" $root.Values.llm.model -}}
 {{- $_ := set $d "PROVIDER_LABEL" $root.Values.llm.provider -}}
@@ -359,7 +364,12 @@ values first, then the service's `config` map on top. Args: (list $ key)
 {{- if $svc.auth.jwtAudience }}{{ $_ := set $d "JWT_AUDIENCE" $svc.auth.jwtAudience }}{{ end -}}
 {{- if eq $svc.auth.mode "trusted-header" -}}
 {{- $_ := set $d "TRUSTED_USER_HEADER" $svc.auth.trustedUserHeader -}}
+{{- end -}}
+{{- /* Whose X-Forwarded-For (and user header) the gateway believes; see gateway.auth.trustedProxies. */ -}}
+{{- if $svc.auth.trustedProxies -}}
 {{- $_ := set $d "TRUSTED_PROXIES" $svc.auth.trustedProxies -}}
+{{- else if $root.Values.networkPolicy.enabled -}}
+{{- $_ := set $d "TRUSTED_PROXIES" (list "0.0.0.0/0" "::/0") -}}
 {{- end -}}
 {{- else if eq $key "orchestrator" -}}
 {{- $_ := set $d "LLM_PROVIDER" $root.Values.llm.provider -}}

@@ -176,7 +176,12 @@ def create_app(settings: GatewaySettings) -> FastAPI:
         middleware=[
             Middleware(OpenTelemetryMiddleware, **OTEL_ASGI_OPTIONS),
             Middleware(MetricsMiddleware, service=SERVICE),
-            Middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes),
+            Middleware(
+                BodyLimitMiddleware,
+                max_bytes=settings.max_body_bytes,
+                read_timeout_seconds=settings.body_read_timeout_seconds,
+                deadline_seconds=settings.body_deadline_seconds,
+            ),
             Middleware(CookieMiddleware),
         ],
     )

@@ -3,7 +3,9 @@
 - `anonymous`: a random user id in a signed, timestamped cookie (local use); a missing, forged or
   expired cookie gets a fresh id, never the one it claims;
 - `trusted-header`: the user named by a header set by an authenticating proxy (oauth2-proxy), believed
-  only when the peer address is one of the configured proxies;
+  only when the peer address is one of the configured proxies (none by default); the proxy must set or
+  clear every configured header, and headers that disagree (or one sent twice) are refused, so a value
+  the client added itself can never be the one believed;
 - `jwt`: a bearer token verified against a JWKS URL or a public key, with issuer and audience.
 """
 
@@ -22,12 +24,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .clientaddr import parse_address, trusted
 from .config import GatewaySettings
 
 ANONYMOUS_ID = re.compile(r"^anon-[0-9a-f]{32}$")
 # Printable ASCII without spaces: ids travel in tokens, logs and Redis keys.
 USER_ID = re.compile(r"^[\x21-\x7e]{1,256}$")
 SET_COOKIE_STATE = "gateway_set_cookie"
+# Set on request.state when the request carried no identity and got a fresh anonymous one.
+NEW_IDENTITY_STATE = "gateway_new_identity"
 
 
 class AuthError(Exception):
@@ -64,6 +69,8 @@ class AnonymousAuth:
                 return user_id
         user_id = f"anon-{secrets.token_hex(16)}"
         self._issue(request, user_id)
+        # Dropping the cookie must not buy a fresh rate-limit budget: the caller limits these by address.
+        setattr(request.state, NEW_IDENTITY_STATE, True)
         return user_id
 
     def issue_cookie(self, user_id: str) -> str:
@@ -92,26 +99,28 @@ class TrustedHeaderAuth:
         self._headers = settings.trusted_user_header
 
     def _trusted_peer(self, request: Request) -> bool:
-        if request.client is None:
-            return False
-        try:
-            address = ipaddress.ip_address(request.client.host)
-        except ValueError:
-            return False
-        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-            address = address.ipv4_mapped
-        return any(address in network for network in self._networks)
+        peer = parse_address(request.client.host) if request.client else None
+        return trusted(peer, self._networks)
 
     async def authenticate(self, request: Request) -> str:
         if not self._trusted_peer(request):
             raise AuthError("request did not come through a trusted proxy")
+        # Every configured header is read, not the first present: a proxy that sets only one of them
+        # would otherwise let a client's own value in an earlier-listed header win.
+        found: dict[str, str] = {}
         for header in self._headers:
-            value = request.headers.get(header, "").strip()
-            if value:
-                if not USER_ID.match(value):
+            values = [value.strip() for value in request.headers.getlist(header)]
+            if len(values) > 1:
+                raise AuthError(f"header {header} was sent more than once")
+            if values and values[0]:
+                if not USER_ID.match(values[0]):
                     raise AuthError(f"header {header} does not hold a valid user id")
-                return value
-        raise AuthError(f"missing user header ({', '.join(self._headers)})")
+                found[header] = values[0]
+        if len(set(found.values())) > 1:
+            raise AuthError(f"user headers disagree ({', '.join(found)})")
+        if not found:
+            raise AuthError(f"missing user header ({', '.join(self._headers)})")
+        return next(iter(found.values()))
 
 
 class JwtAuth:

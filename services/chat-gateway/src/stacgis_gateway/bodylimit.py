@@ -1,36 +1,36 @@
-"""Refuses request bodies above `GATEWAY_MAX_BODY_BYTES` with a 422 naming the body, before any parsing."""
+"""Refuses request bodies above `GATEWAY_MAX_BODY_BYTES` with a 422 naming the body, before any parsing,
+and slow ones with a 408: a body must keep arriving (`GATEWAY_BODY_READ_TIMEOUT_SECONDS` between two
+reads at most) and be complete by `GATEWAY_BODY_DEADLINE_SECONDS`, so a client trickling bytes cannot
+hold a connection and a worker for long."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
 class BodyLimitMiddleware:
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(
+        self, app: ASGIApp, max_bytes: int, read_timeout_seconds: float = 10.0, deadline_seconds: float = 30.0
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.read_timeout_seconds = read_timeout_seconds
+        self.deadline_seconds = deadline_seconds
 
     async def _refuse(self, send: Send, size: str) -> None:
-        body = json.dumps(
-            {
-                "detail": [
-                    {
-                        "type": "body_too_large",
-                        "loc": ["body"],
-                        "msg": f"request body is {size} bytes; at most {self.max_bytes} are allowed",
-                    }
-                ]
-            }
-        ).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 422,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
-            }
-        )
+        message = f"request body is {size} bytes; at most {self.max_bytes} are allowed"
+        await self._problem(send, 422, "body_too_large", message)
+
+    async def _problem(self, send: Send, status: int, kind: str, message: str) -> None:
+        body = json.dumps({"detail": [{"type": kind, "loc": ["body"], "msg": message}]}).encode()
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        if status == 408:
+            headers.append((b"connection", b"close"))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -49,8 +49,20 @@ class BodyLimitMiddleware:
         # Read the body (bounded) before the app sees it, so a chunked body cannot slip past the limit.
         chunks: list[bytes] = []
         size = 0
+        deadline = time.monotonic() + self.deadline_seconds
         while True:
-            message = await receive()
+            remaining = deadline - time.monotonic()
+            try:
+                async with asyncio.timeout(min(self.read_timeout_seconds, max(remaining, 0.0))):
+                    message = await receive()
+            except TimeoutError:
+                slow = (
+                    f"request body not complete within {self.deadline_seconds:g} s"
+                    if remaining <= self.read_timeout_seconds
+                    else f"request body stalled for more than {self.read_timeout_seconds:g} s"
+                )
+                await self._problem(send, 408, "body_timeout", slow)
+                return
             if message["type"] == "http.disconnect":
                 return
             chunk = message.get("body", b"")

@@ -56,9 +56,12 @@ class GatewaySettings(ServiceSettings):
     cookie_name: str = "stacgis_uid"
     cookie_secure: bool = False
     cookie_max_age_seconds: int = Field(default=365 * 24 * 3600, gt=0)
-    # Peers whose identity headers are believed (trusted-header mode), as CIDRs.
-    trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=lambda: ["127.0.0.1/32", "::1/128"])
-    # Header(s) naming the user, first present wins (oauth2-proxy: X-Auth-Request-User or X-Forwarded-User).
+    # Proxies (CIDRs) believed about the client: their identity headers (trusted-header mode) and the
+    # client address they pass in X-Forwarded-For (rate limits on requests without an identity). None
+    # by default, loopback included: anything on the gateway's host could otherwise claim any user.
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # Header(s) naming the user (oauth2-proxy: X-Auth-Request-User or X-Forwarded-User). The proxy must
+    # set or clear each one; present headers that disagree are refused.
     trusted_user_header: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["X-Auth-Request-User", "X-Forwarded-User"]
     )
@@ -82,8 +85,13 @@ class GatewaySettings(ServiceSettings):
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
     max_geojson_bytes: int = Field(default=262_144, ge=64)
     max_title_chars: int = Field(default=200, ge=1)
-    # Runs a user may start per minute; 0 disables the limit.
+    # Runs a user may start per minute; 0 disables the limit. Requests without an identity (no valid
+    # cookie: a fresh anonymous id) share this budget per client address, so dropping the cookie gains nothing.
     rate_limit_per_minute: int = Field(default=30, ge=0)
+    # A request body must keep arriving (at most this long between two reads) and be complete within the
+    # deadline; else 408. The ingress passes bodies through unbuffered, so these bound slow clients.
+    body_read_timeout_seconds: float = Field(default=10.0, gt=0)
+    body_deadline_seconds: float = Field(default=30.0, gt=0)
     run_stream_maxlen: int = Field(default=10_000, ge=100)
     # How long a finished run's events stay available for resuming.
     run_stream_ttl_seconds: int = Field(default=900, ge=1)
@@ -149,6 +157,8 @@ class GatewaySettings(ServiceSettings):
                 raise ValueError("GATEWAY_AUTH_MODE=jwt needs GATEWAY_JWT_ISSUER and GATEWAY_JWT_AUDIENCE")
         if self.auth_mode == "trusted-header" and not self.trusted_user_header:
             raise ValueError("GATEWAY_AUTH_MODE=trusted-header needs GATEWAY_TRUSTED_USER_HEADER")
+        if self.auth_mode == "trusted-header" and not self.trusted_proxies:
+            raise ValueError("GATEWAY_AUTH_MODE=trusted-header needs GATEWAY_TRUSTED_PROXIES (the proxy's addresses)")
         return self
 
     @property

@@ -8,11 +8,13 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Request
 from redis.asyncio import Redis
 
-from .auth import Authenticator, AuthError
+from .auth import NEW_IDENTITY_STATE, Authenticator, AuthError
+from .clientaddr import client_address, trusted_networks
 from .config import GatewaySettings
 from .gate import ConcurrencyGate
 from .history_writes import HistoryWriter
 from .keys import RedisKeys
+from .metrics import REJECTIONS
 from .orchestrator import OrchestratorClient
 from .ratelimit import RateLimiter
 from .runs import RunManager
@@ -44,11 +46,28 @@ def get_gateway(request: Request) -> Gateway:
 
 async def current_user(request: Request, gateway: Annotated[Gateway, Depends(get_gateway)]) -> str:
     try:
-        return await gateway.auth.authenticate(request)
+        user_id = await gateway.auth.authenticate(request)
     except AuthError as error:
         raise HTTPException(
             status_code=401, detail=f"not authenticated: {error}", headers={"WWW-Authenticate": "Bearer"}
         ) from None
+    if getattr(request.state, NEW_IDENTITY_STATE, False):
+        await limit_by_address(request, gateway)
+    return user_id
+
+
+async def limit_by_address(request: Request, gateway: Gateway) -> None:
+    """A request without an identity counts against its client address (behind the trusted proxy)."""
+    address = client_address(request, trusted_networks(tuple(gateway.settings.trusted_proxies)))
+    decision = await gateway.limiter.hit_address(address)
+    if not decision.allowed:
+        REJECTIONS.labels("rate_limited").inc()
+        raise HTTPException(
+            status_code=429,
+            detail=f"at most {gateway.settings.rate_limit_per_minute} requests without a session cookie per minute "
+            "from one address; keep the cookie the gateway sets",
+            headers={"Retry-After": str(decision.retry_after_seconds)},
+        )
 
 
 GatewayDep = Annotated[Gateway, Depends(get_gateway)]

@@ -1,4 +1,5 @@
-"""Per-user limit on started runs: a fixed one-minute window counted in Redis, shared by all replicas."""
+"""Per-user limit on started runs, and per-address limit on requests without an identity: a fixed
+one-minute window counted in Redis, shared by all replicas."""
 
 from __future__ import annotations
 
@@ -31,11 +32,18 @@ class RateLimiter:
         self._increment = redis.register_script(INCREMENT)
 
     async def hit(self, user_id: str) -> RateDecision:
+        return await self._hit(user_id)
+
+    async def hit_address(self, address: str) -> RateDecision:
+        # A space never occurs in a user id (USER_ID), so an address bucket cannot be a user's.
+        return await self._hit(f"ip {address}")
+
+    async def _hit(self, subject: str) -> RateDecision:
         if self._per_minute <= 0:
             return RateDecision(True, 0)
         now = time.time()
         window = int(now // WINDOW_SECONDS)
-        count = int(await self._increment(keys=[self._keys.rate(user_id, window)], args=[WINDOW_SECONDS + 5]))
+        count = int(await self._increment(keys=[self._keys.rate(subject, window)], args=[WINDOW_SECONDS + 5]))
         if count <= self._per_minute:
             return RateDecision(True, 0)
         return RateDecision(False, max(1, int((window + 1) * WINDOW_SECONDS - now) + 1))

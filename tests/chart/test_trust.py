@@ -1,0 +1,91 @@
+"""The chart's trust boundaries at the ingress: bodies pass unbuffered to the gateway's deadlines, the
+client address is believed only from the ingress, and in trusted-header mode the ingress sets or clears
+every identity header the gateway reads."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import helm_python
+import pytest
+from .conftest import Rendered, Renderer, name_of
+
+
+def gateway_config(rendered: Rendered) -> dict[str, str]:
+    data: dict[str, str] = rendered.get("ConfigMap", name_of("chat-gateway"))["data"]
+    return data
+
+
+def ingress_annotations(rendered: Rendered) -> dict[str, str]:
+    (ingress,) = rendered.kinds("Ingress")
+    annotations: dict[str, str] = ingress["metadata"]["annotations"]
+    return annotations
+
+
+TRUSTED_HEADER: dict[str, Any] = {
+    "gateway": {
+        "auth": {
+            "mode": "trusted-header",
+            "trustedProxies": ["10.42.0.0/16"],
+            "authUrl": "http://oauth2-proxy.auth.svc/oauth2/auth",
+            "signinUrl": "https://login.example.org/oauth2/start?rd=$escaped_request_uri",
+        }
+    }
+}
+
+
+def test_bodies_reach_the_gateway_unbuffered_with_its_deadlines(renderer: Renderer) -> None:
+    for values in ({}, {"ingress": {"streaming": {"enabled": False}}}):
+        rendered = renderer.render(values)
+        assert ingress_annotations(rendered)["nginx.ingress.kubernetes.io/proxy-request-buffering"] == "off"
+        config = gateway_config(rendered)
+        assert config["GATEWAY_BODY_READ_TIMEOUT_SECONDS"] == "10"
+        assert config["GATEWAY_BODY_DEADLINE_SECONDS"] == "30"
+
+
+def test_the_client_address_is_believed_from_the_ingress_only(renderer: Renderer) -> None:
+    # Only the ingress controller may reach the gateway (NetworkPolicy), so any peer is the ingress.
+    default = gateway_config(renderer.render({}))
+    assert json.loads(default["GATEWAY_TRUSTED_PROXIES"]) == ["0.0.0.0/0", "::/0"]
+    # Without that policy nothing is believed unless listed.
+    open_network = gateway_config(renderer.render({"networkPolicy": {"enabled": False}}))
+    assert "GATEWAY_TRUSTED_PROXIES" not in open_network
+    listed = gateway_config(renderer.render({"gateway": {"auth": {"trustedProxies": ["10.0.0.0/8"]}}}))
+    assert json.loads(listed["GATEWAY_TRUSTED_PROXIES"]) == ["10.0.0.0/8"]
+
+
+def test_trusted_header_mode_sets_or_clears_every_identity_header(renderer: Renderer) -> None:
+    rendered = renderer.render(TRUSTED_HEADER)
+    annotations = ingress_annotations(rendered)
+    assert annotations["nginx.ingress.kubernetes.io/auth-url"] == "http://oauth2-proxy.auth.svc/oauth2/auth"
+    headers = annotations["nginx.ingress.kubernetes.io/auth-response-headers"].split(",")
+    assert sorted(headers) == ["X-Auth-Request-User", "X-Forwarded-User"]
+    assert annotations["nginx.ingress.kubernetes.io/auth-signin"].startswith("https://login.example.org/")
+    config = gateway_config(rendered)
+    assert config["GATEWAY_AUTH_MODE"] == "trusted-header"
+    assert json.loads(config["GATEWAY_TRUSTED_PROXIES"]) == ["10.42.0.0/16"]
+    # A custom header is set (or cleared) by the ingress too.
+    custom = {"gateway": {"auth": {**TRUSTED_HEADER["gateway"]["auth"], "trustedUserHeader": "X-Email"}}}
+    headers = ingress_annotations(renderer.render(custom))["nginx.ingress.kubernetes.io/auth-response-headers"]
+    assert sorted(headers.split(",")) == ["X-Auth-Request-User", "X-Email", "X-Forwarded-User"]
+
+
+def test_trusted_header_mode_needs_the_proxys_addresses(chart: helm_python.Chart) -> None:
+    values = {"gateway": {"auth": {"mode": "trusted-header"}}}
+    with pytest.raises(Exception, match="gateway.auth.trustedProxies"):
+        chart.render(values=values, name="demo", namespace="stacgis")
+
+
+@pytest.mark.parametrize(
+    ("values", "field"),
+    [
+        ({"gateway": {"auth": {"trustedProxies": ["everyone"]}}}, "trustedProxies"),
+        ({"gateway": {"auth": {"authUrl": "not a url"}}}, "authUrl"),
+        ({"gateway": {"bodyDeadlineSeconds": 0}}, "bodyDeadlineSeconds"),
+    ],
+)
+def test_schema_refuses_bad_trust_values(chart: helm_python.Chart, values: dict[str, Any], field: str) -> None:
+    with pytest.raises(helm_python.HelmValuesError) as caught:
+        chart.render(values=values, name="demo", namespace="stacgis")
+    assert field in str(caught.value)
