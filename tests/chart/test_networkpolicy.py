@@ -44,6 +44,7 @@ DESIGN = {
     e("ingress-controller", "raster-tools"),
     e("chat-gateway", "agent-orchestrator"),
     *(e("agent-orchestrator", t) for t in TOOLS),
+    *(e("chat-gateway", t) for t in TOOLS),  # outside MCP clients at /mcp/<server>
     e("raster-tools", "vector-tools"),  # feature references in geometry arguments
 }
 BUNDLED_OLLAMA = {

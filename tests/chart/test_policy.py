@@ -210,6 +210,7 @@ def test_settings_reach_each_service(default: Rendered) -> None:
     assert gateway["GATEWAY_AUTH_MODE"] == "anonymous"
     orchestrator = _config(default, "agent-orchestrator")
     servers = json.loads(orchestrator["ORCHESTRATOR_MCP_SERVERS"])
+    assert json.loads(gateway["GATEWAY_MCP_SERVERS"]) == servers  # outside MCP clients: the same servers
     assert servers == {
         "raster": f"http://{name_of('raster-tools')}:8011/mcp",
         "vector": f"http://{name_of('vector-tools')}:8012/mcp",
@@ -452,7 +453,13 @@ def test_ingress_streams_sse(each_set: tuple[str, Rendered]) -> None:
     assert ingress["spec"]["ingressClassName"] == "nginx"
     for rule in ingress["spec"]["rules"]:
         routes = {p["path"]: p["backend"]["service"]["name"] for p in rule["http"]["paths"]}
-        assert routes == {"/": name_of("frontend"), "/api": name_of("chat-gateway"), "/tiles": name_of("raster-tools")}
+        assert routes == {
+            "/": name_of("frontend"),
+            "/api": name_of("chat-gateway"),
+            "/mcp": name_of("chat-gateway"),
+            "/.well-known/oauth-protected-resource": name_of("chat-gateway"),
+            "/tiles": name_of("raster-tools"),
+        }
     if name == "prod":
         assert ingress["spec"]["tls"] == [{"secretName": "stacgis-tls", "hosts": ["stacgis.example.com"]}]
         assert annotations["cert-manager.io/cluster-issuer"] == "letsencrypt"
@@ -513,7 +520,14 @@ def test_gateway_api_route(renderer: Renderer, chart: helm_python.Chart) -> None
     (route,) = rendered.kinds("HTTPRoute")
     assert route["apiVersion"] == "gateway.networking.k8s.io/v1"
     backends = {r["matches"][0]["path"]["value"]: r["backendRefs"][0]["name"] for r in route["spec"]["rules"]}
-    assert backends == {"/": name_of("frontend"), "/api": name_of("chat-gateway"), "/tiles": name_of("raster-tools")}
+    assert backends == {
+        "/": name_of("frontend"),
+        "/api": name_of("chat-gateway"),
+        "/mcp": name_of("chat-gateway"),
+        "/tiles": name_of("raster-tools"),
+    }
+    mcp_rule = next(r for r in route["spec"]["rules"] if r["matches"][0]["path"]["value"] == "/mcp")
+    assert [m["path"]["value"] for m in mcp_rule["matches"]] == ["/mcp", "/.well-known/oauth-protected-resource"]
     api_rule = next(r for r in route["spec"]["rules"] if r["matches"][0]["path"]["value"] == "/api")
     assert api_rule["timeouts"]["request"] == "3600s"
 

@@ -371,6 +371,10 @@ class PrivateStack:
                 "GATEWAY_DATABASE_URL": self.infra.pg_dsn,
                 "GATEWAY_REDIS_URL": self.infra.redis_url,
                 "GATEWAY_ORCHESTRATOR_URL": f"http://127.0.0.1:{orchestrator_port}",
+                # Outside MCP clients reach this stack's tool servers, never the ones on the fixed ports.
+                "GATEWAY_MCP_SERVERS": json.dumps(
+                    {name: f"http://127.0.0.1:{port}/mcp" for name, port in ports.items()}
+                ),
                 "GATEWAY_MODEL_LABEL": "scripted",
                 "RASTER_STAC_URL": str(DATA_DIR / "stac" / "catalog.json"),
                 "RASTER_VECTOR_TOOLS_URL": f"http://127.0.0.1:{ports.get('vector', 9)}",

@@ -350,6 +350,12 @@ values first, then the service's `config` map on top. Args: (list $ key)
 {{- end -}}
 {{- if eq $key "gateway" -}}
 {{- $_ := set $d "ORCHESTRATOR_URL" (include "stacgis.serviceUrl" (list $root "orchestrator")) -}}
+{{- /* Outside MCP clients reach the tool servers through the gateway (/mcp/<name>). */ -}}
+{{- $mcp := dict -}}
+{{- range $name, $k := dict "raster" "rasterTools" "vector" "vectorTools" "knowledge" "knowledgeTools" "memory" "memoryTools" -}}
+{{- $_ := set $mcp $name (printf "%s/mcp" (include "stacgis.serviceUrl" (list $root $k))) -}}
+{{- end -}}
+{{- $_ := set $d "MCP_SERVERS" $mcp -}}
 {{- $_ := set $d "AUTH_MODE" $svc.auth.mode -}}
 {{- $_ := set $d "MAX_CONCURRENT_RUNS" $svc.maxConcurrentRuns -}}
 {{- $_ := set $d "MAX_CONCURRENT_RUNS_PER_USER" $svc.maxConcurrentRunsPerUser -}}
