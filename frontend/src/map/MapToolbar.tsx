@@ -1,56 +1,11 @@
 import { useUiStore } from "../state/uiStore";
 import { basemapLabel } from "./basemap";
 import { canFinish, finishDrawing, idleDraw } from "./drawing";
-import { cssGradient } from "./legend";
+import { LayersPanel, Legend } from "./LayersPanel";
 import type { BasemapChoice } from "./mapBridge";
 
 function basemapValue(choice: BasemapChoice): string {
   return typeof choice === "object" ? "custom" : choice;
-}
-
-function formatValue(v: number): string {
-  return Math.abs(v) >= 1000 || Number.isInteger(v) ? v.toFixed(0) : v.toPrecision(3);
-}
-
-export function Legend() {
-  const overlays = useUiStore((s) => s.overlays);
-  const open = useUiStore((s) => s.panels.legend);
-  const removeOverlay = useUiStore((s) => s.removeOverlay);
-  if (!open || overlays.length === 0) return null;
-  return (
-    <section className="legend" aria-label="Map legend">
-      {overlays.map(({ id, legend }) => (
-        <div key={id} className="legend-item" data-collection={legend.collectionId}>
-          <div className="legend-header">
-            <span className="legend-title">{legend.title}</span>
-            <button
-              type="button"
-              className="icon-button small"
-              aria-label={`Remove layer ${legend.title}`}
-              onClick={() => removeOverlay(id)}
-            >
-              ×
-            </button>
-          </div>
-          {legend.colors.length > 0 ? (
-            <>
-              <div className="legend-bar" style={{ background: cssGradient(legend.colors) }} aria-hidden="true" />
-              <div className="legend-scale">
-                <span>{legend.range ? formatValue(legend.range[0]) : "low"}</span>
-                <span>{legend.units ?? legend.colormapName ?? ""}</span>
-                <span>{legend.range ? formatValue(legend.range[1]) : "high"}</span>
-              </div>
-            </>
-          ) : legend.range || legend.units ? (
-            <div className="legend-scale">
-              <span>{legend.range ? `${formatValue(legend.range[0])} – ${formatValue(legend.range[1])}` : ""}</span>
-              <span>{legend.units ?? ""}</span>
-            </div>
-          ) : null}
-        </div>
-      ))}
-    </section>
-  );
 }
 
 export function MapToolbar({ onStartDrawing }: { onStartDrawing: () => void }) {
@@ -60,6 +15,8 @@ export function MapToolbar({ onStartDrawing }: { onStartDrawing: () => void }) {
   const setBasemap = useUiStore((s) => s.setBasemap);
   const setDraw = useUiStore((s) => s.setDraw);
   const setDrawnGeometry = useUiStore((s) => s.setDrawnGeometry);
+  const layersOpen = useUiStore((s) => s.panels.layers);
+  const setPanel = useUiStore((s) => s.setPanel);
 
   return (
     <div className="map-tools">
@@ -96,6 +53,15 @@ export function MapToolbar({ onStartDrawing }: { onStartDrawing: () => void }) {
             ) : null}
           </>
         )}
+        <button
+          type="button"
+          className="small"
+          aria-expanded={layersOpen}
+          {...(layersOpen ? { "aria-controls": "layers-panel" } : {})}
+          onClick={() => setPanel("layers")}
+        >
+          Layers
+        </button>
         <label className="basemap-select">
           <span className="visually-hidden">Basemap</span>
           <select
@@ -113,7 +79,7 @@ export function MapToolbar({ onStartDrawing }: { onStartDrawing: () => void }) {
           </select>
         </label>
       </div>
-      <Legend />
+      {layersOpen ? <LayersPanel /> : <Legend />}
     </div>
   );
 }

@@ -33,8 +33,9 @@ import {
   undoVertex,
 } from "./drawing";
 import { OVERLAY_ANCHOR_LAYER, overlayBeforeId } from "./frontendTools";
+import { APP_LAYERS, applyBasemap, layerSpec, readBasemapOpacities, syncOverlays } from "./layerState";
 import type { BasemapChoice } from "./mapBridge";
-import { markStyleLoaded, markStyleLoading, registerMap, unregisterMap } from "./mapRegistry";
+import { markStyleLoaded, markStyleLoading, registerMap, styleIsLoading, unregisterMap } from "./mapRegistry";
 import { MapToolbar } from "./MapToolbar";
 import { coveredBottom } from "./padding";
 
@@ -46,6 +47,8 @@ const CONFIGURED_STYLE_URL = (import.meta.env.VITE_MAP_STYLE_URL as string | und
 const EMPTY: FeatureCollection = { type: "FeatureCollection", features: [] };
 
 let countriesCache: Countries | null = null;
+/** The current basemap style's own layer opacities (see layerState.ts). */
+let basemapOpacities = new Map<string, number>();
 
 function styleFor(choice: BasemapChoice): StyleSpecification | string {
   if (typeof choice === "object") return choice.url;
@@ -56,9 +59,11 @@ function styleFor(choice: BasemapChoice): StyleSpecification | string {
 /** The layers the app owns on top of any basemap: the user's selection and drawing. */
 function addSupportLayers(map: MapLibreMap): void {
   const ui = useUiStore.getState();
+  basemapOpacities = readBasemapOpacities(map);
+  if (!ui.basemapVisible || ui.basemapOpacity !== 1) applyBasemap(map, basemapOpacities, ui.basemapVisible, ui.basemapOpacity);
   for (const overlay of ui.overlays) {
     if (!map.getSource(overlay.id)) map.addSource(overlay.id, overlay.source);
-    if (!map.getLayer(overlay.id)) map.addLayer(overlay.layer, overlayBeforeId(map));
+    if (!map.getLayer(overlay.id)) map.addLayer(layerSpec(overlay), overlayBeforeId(map));
   }
   if (!map.getSource("selection")) {
     map.addSource("selection", { type: "geojson", data: selectionData(ui.selectedFeature) });
@@ -114,8 +119,7 @@ function selectionData(feature: Feature | null): FeatureCollection {
 }
 
 function pickFeature(map: MapLibreMap, point: PointLike): Feature | null {
-  const owned = new Set(["selection-fill", "selection-line", "draw-fill", "draw-line", "draw-vertex"]);
-  const hits = map.queryRenderedFeatures(point).filter((f) => !owned.has(f.layer.id) && f.geometry);
+  const hits = map.queryRenderedFeatures(point).filter((f) => !APP_LAYERS.has(f.layer.id) && f.geometry);
   if (hits.length === 0) return null;
   const country = hits.find((f) => f.layer.id === COUNTRIES_FILL_LAYER);
   const full = country && typeof country.id === "number" ? countriesCache?.byId.get(country.id) : undefined;
@@ -221,9 +225,15 @@ export function MapView() {
         markStyleLoading();
         map.setStyle(styleFor(s.basemap), { diff: false });
       }
-      for (const removed of prev.overlays.filter((o) => !s.overlays.some((n) => n.id === o.id))) {
-        if (map.getLayer(removed.id)) map.removeLayer(removed.id);
-        if (map.getSource(removed.id)) map.removeSource(removed.id);
+      if (s.overlays !== prev.overlays) {
+        for (const removed of prev.overlays.filter((o) => !s.overlays.some((n) => n.id === o.id))) {
+          if (map.getLayer(removed.id)) map.removeLayer(removed.id);
+          if (map.getSource(removed.id)) map.removeSource(removed.id);
+        }
+        syncOverlays(map, s.overlays, overlayBeforeId(map));
+      }
+      if ((s.basemapVisible !== prev.basemapVisible || s.basemapOpacity !== prev.basemapOpacity) && !styleIsLoading()) {
+        applyBasemap(map, basemapOpacities, s.basemapVisible, s.basemapOpacity);
       }
     });
   }, [map]);

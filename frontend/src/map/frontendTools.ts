@@ -1,6 +1,8 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { Map as MapLibreMap } from "maplibre-gl";
+import { useChatStore } from "../state/chatStore";
 import { useUiStore } from "../state/uiStore";
+import { collectionsFromMessages } from "./collectionMeta";
 import { applyFrontendTool, type BridgeResult, type MapLike } from "./mapBridge";
 import { whenMapReady, whenStyleReady } from "./mapRegistry";
 
@@ -37,7 +39,11 @@ let queue: Promise<unknown> = Promise.resolve();
  * run one after another, each once the map (and any basemap being switched to)
  * has loaded, so "add a layer, then change the basemap" keeps the layer.
  */
-export function runFrontendTool(name: string, args: JsonObject | undefined): Promise<BridgeResult> {
+export function runFrontendTool(
+  name: string,
+  args: JsonObject | undefined,
+  origin: "agent" | "user" = "agent",
+): Promise<BridgeResult> {
   const run = queue.then(async () => {
     const map = await whenMapReady();
     await whenStyleReady();
@@ -51,8 +57,15 @@ export function runFrontendTool(name: string, args: JsonObject | undefined): Pro
       onOverlay: ui.upsertOverlay,
       overlayBeforeId: () => overlayBeforeId(map),
       visibleView: () => visibleView(map),
+      origin,
+      metadata: (id) => collectionsFromMessages(useChatStore.getState().chat.messages).get(id),
     });
   });
   queue = run.catch(() => undefined);
   return run;
+}
+
+/** The layers panel's "Add": a collection put on the map by the user, as the agent would. */
+export function addCollectionByHand(collectionId: string): Promise<BridgeResult> {
+  return runFrontendTool("visualize_collection", { collection_id: collectionId.trim() }, "user");
 }

@@ -8,6 +8,8 @@ export interface LegendInfo {
   range: [number, number] | null;
   units: string | null;
   colormapName: string | null;
+  /** Categorical data: each class with its colour (null when the colormap does not give one). */
+  classes: { value: number; label: string; color: string | null }[];
 }
 
 /** A few stops of the colormaps raster tile servers commonly name, low to high. */
@@ -67,6 +69,23 @@ export function parseRange(value: unknown): [number, number] | null {
   if (!pair || pair.length !== 2) return null;
   const [lo, hi] = pair.map((v) => (typeof v === "string" ? Number(v.trim()) : Number(v)));
   return Number.isFinite(lo) && Number.isFinite(hi) ? [lo, hi] : null;
+}
+
+/** The colour a `{value: colour}` table gives one value. */
+export function colorOf(colormap: unknown, value: number): string | null {
+  if (!colormap || typeof colormap !== "object" || Array.isArray(colormap)) return null;
+  return toCss((colormap as Record<string, unknown>)[String(value)]);
+}
+
+/** A legend value: whole numbers as they are, others to three significant digits. */
+export function formatValue(v: number): string {
+  return Math.abs(v) >= 1000 || Number.isInteger(v) ? v.toFixed(0) : v.toPrecision(3);
+}
+
+/** "200 m", "0.5" (no unit): one end of a legend's scale. */
+export function withUnit(v: number, units: string | null): string {
+  if (!units) return formatValue(v);
+  return units === "%" || units.startsWith("°") ? `${formatValue(v)}${units}` : `${formatValue(v)} ${units}`;
 }
 
 export function cssGradient(colors: string[]): string {

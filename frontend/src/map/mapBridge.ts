@@ -1,5 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import { colorsFor, parseRange, type LegendInfo } from "./legend";
+import type { CollectionMeta } from "./collectionMeta";
+import { colorOf, colorsFor, parseRange, type LegendInfo } from "./legend";
 
 /** The part of maplibre-gl's Map the bridge uses; tests pass a small fake. */
 export interface MapLike {
@@ -34,17 +35,26 @@ export interface RasterLayer {
   type: "raster";
   source: string;
   paint: { "raster-opacity": number };
+  layout?: { visibility: "visible" | "none" };
 }
 
-/** A raster layer added by `visualize_collection`, kept so it survives a basemap change. */
+/** A raster layer on the map, kept so it survives a basemap change. */
 export interface RasterOverlay {
   id: string;
   source: RasterSource;
   layer: RasterLayer;
   legend: LegendInfo;
+  /** Who put it there: the agent (`visualize_collection`) or the user (the layers panel). */
+  origin: "agent" | "user";
+  visible: boolean;
+  /** 0..1 */
+  opacity: number;
 }
 
-export type PanelName = "chat" | "sessions" | "activity" | "legend";
+/** Opacity of a new raster layer. */
+export const DEFAULT_OVERLAY_OPACITY = 0.85;
+
+export type PanelName = "chat" | "sessions" | "activity" | "legend" | "layers";
 
 export type BasemapChoice = "light" | "dark" | "satellite" | { url: string };
 
@@ -62,6 +72,10 @@ export interface BridgeEnv {
   overlayBeforeId?: () => string | undefined;
   /** [west, south, east, north] of the part of the map not covered by a panel; the whole map if absent. */
   visibleView?: () => [number, number, number, number];
+  /** Who asks for layers through this bridge (default: the agent). */
+  origin?: "agent" | "user";
+  /** What the conversation's tool results say about a collection (units, classes, render defaults). */
+  metadata?: (collectionId: string) => CollectionMeta | undefined;
 }
 
 export interface BridgeResult {
@@ -196,17 +210,26 @@ async function visualize(args: JsonObject, env: BridgeEnv): Promise<BridgeResult
     ...(typeof tilejson.attribution === "string" ? { attribution: tilejson.attribution } : {}),
   };
   const id = overlayId(collectionId);
-  const layer: RasterLayer = { id, type: "raster", source: id, paint: { "raster-opacity": 0.85 } };
+  const layer: RasterLayer = { id, type: "raster", source: id, paint: { "raster-opacity": DEFAULT_OVERLAY_OPACITY } };
 
-  const { name, colors } = colorsFor(colormap ?? tilejson.colormap_name ?? tilejson.colormap ?? null);
+  // The legend: the call's own choices first, then the TileJSON, then what the conversation's
+  // tool results said about the collection (units, classes, render defaults).
+  const meta = env.metadata?.(collectionId);
+  const tableColormap = (v: unknown) => (v && typeof v === "object" && !Array.isArray(v) ? v : null);
+  const colormapTable = tableColormap(tilejson.colormap) ?? meta?.colormap ?? null;
+  const { name, colors } = colorsFor(
+    colormap ?? tilejson.colormap_name ?? tilejson.colormap ?? meta?.colormapName ?? meta?.colormap ?? null,
+  );
   const text = (v: unknown) => (typeof v === "string" && v.trim() ? v.trim() : null);
+  const categorical = meta?.kind === "categorical" || (meta?.classes.length ?? 0) > 0;
   const legend: LegendInfo = {
     collectionId,
-    title: text(tilejson.description) ?? text(tilejson.name) ?? collectionId,
-    colors,
+    title: text(tilejson.description) ?? meta?.title ?? text(tilejson.name) ?? collectionId,
+    colors: categorical ? [] : colors,
     colormapName: name,
-    range: parseRange(args.rescale) ?? parseRange(tilejson.rescale) ?? null,
-    units: typeof tilejson.units === "string" && tilejson.units ? tilejson.units : null,
+    range: categorical ? null : (parseRange(args.rescale) ?? parseRange(tilejson.rescale) ?? meta?.rescale ?? null),
+    units: text(tilejson.units) ?? (meta && meta.units.length === 1 ? meta.units[0] : null),
+    classes: (meta?.classes ?? []).map((c) => ({ ...c, color: colorOf(colormapTable, c.value) })),
   };
 
   const { map } = env;
@@ -215,7 +238,7 @@ async function visualize(args: JsonObject, env: BridgeEnv): Promise<BridgeResult
   if (map.getSource(id)) map.removeSource(id);
   map.addSource(id, source);
   map.addLayer(layer, env.overlayBeforeId?.());
-  env.onOverlay({ id, source, layer, legend });
+  env.onOverlay({ id, source, layer, legend, origin: env.origin ?? "agent", visible: true, opacity: DEFAULT_OVERLAY_OPACITY });
 
   const lat = num(args, ["lat"]);
   const lon = num(args, ["lon"]);
@@ -264,7 +287,7 @@ const PANEL_ALIASES: Record<string, PanelName> = {
   activity: "activity",
   feed: "activity",
   legend: "legend",
-  layers: "legend",
+  layers: "layers",
 };
 
 function togglePanel(args: JsonObject, env: BridgeEnv): BridgeResult {

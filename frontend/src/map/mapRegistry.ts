@@ -48,6 +48,11 @@ export function markStyleLoaded(): void {
   pending.forEach((resolve) => resolve());
 }
 
+/** True between a basemap switch and its style's load (its layers are not there yet). */
+export function styleIsLoading(): boolean {
+  return styleLoading;
+}
+
 export function whenStyleReady(): Promise<void> {
   if (!styleLoading) return Promise.resolve();
   return new Promise((resolve) => {

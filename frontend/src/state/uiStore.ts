@@ -8,7 +8,9 @@ export interface Panels {
   chat: boolean;
   sessions: boolean;
   activity: boolean;
+  /** The compact legend shown while the layers panel is closed. */
   legend: boolean;
+  layers: boolean;
 }
 
 export interface UiState {
@@ -20,7 +22,11 @@ export interface UiState {
   drawnGeometry: Polygon | null;
   draw: DrawState;
   basemap: BasemapChoice;
+  /** Raster layers from the bottom to the top. */
   overlays: RasterOverlay[];
+  basemapVisible: boolean;
+  /** 0..1, applied on top of each basemap layer's own opacity. */
+  basemapOpacity: number;
   speakAnswers: boolean;
   setPanel: (panel: PanelName, open?: boolean) => void;
   setView: (center: { lat: number; lon: number }, zoom: number) => void;
@@ -32,6 +38,12 @@ export interface UiState {
   setBasemap: (choice: BasemapChoice) => void;
   upsertOverlay: (overlay: RasterOverlay) => void;
   removeOverlay: (id: string) => void;
+  setOverlayVisible: (id: string, visible: boolean) => void;
+  setOverlayOpacity: (id: string, opacity: number) => void;
+  /** Moves a layer `by` places up (towards the top) or down. */
+  moveOverlay: (id: string, by: number) => void;
+  setBasemapVisible: (visible: boolean) => void;
+  setBasemapOpacity: (opacity: number) => void;
   setSpeakAnswers: (on: boolean) => void;
 }
 
@@ -42,7 +54,7 @@ function narrowScreen(): boolean {
 }
 
 export const useUiStore = create<UiState>()((set) => ({
-  panels: { chat: true, sessions: !narrowScreen(), activity: true, legend: true },
+  panels: { chat: true, sessions: !narrowScreen(), activity: true, legend: true, layers: false },
   center: { lat: 49.61, lon: 6.13 },
   zoom: 3,
   selectedFeature: null,
@@ -50,13 +62,18 @@ export const useUiStore = create<UiState>()((set) => ({
   draw: idleDraw,
   basemap: "light",
   overlays: [],
+  basemapVisible: true,
+  basemapOpacity: 1,
   speakAnswers: readStorage(SPEAK_KEY) === "1",
   setPanel: (panel, open) =>
     set((s) => {
       const next = { ...s.panels, [panel]: open ?? !s.panels[panel] };
-      // On a narrow screen the sidebar and the chat share the space above the map.
-      if (narrowScreen() && next[panel] && (panel === "sessions" || panel === "chat")) {
-        next[panel === "sessions" ? "chat" : "sessions"] = false;
+      // On a narrow screen the sidebar and the chat share the space above the map, and the
+      // layers panel needs the map the chat sheet covers.
+      if (narrowScreen() && next[panel]) {
+        if (panel === "sessions" || panel === "chat") next[panel === "sessions" ? "chat" : "sessions"] = false;
+        if (panel === "chat") next.layers = false;
+        if (panel === "layers") next.chat = false;
       }
       return { panels: next };
     }),
@@ -69,6 +86,22 @@ export const useUiStore = create<UiState>()((set) => ({
   upsertOverlay: (overlay) =>
     set((s) => ({ overlays: [...s.overlays.filter((o) => o.id !== overlay.id), overlay] })),
   removeOverlay: (id) => set((s) => ({ overlays: s.overlays.filter((o) => o.id !== id) })),
+  setOverlayVisible: (id, visible) =>
+    set((s) => ({ overlays: s.overlays.map((o) => (o.id === id ? { ...o, visible } : o)) })),
+  setOverlayOpacity: (id, opacity) =>
+    set((s) => ({ overlays: s.overlays.map((o) => (o.id === id ? { ...o, opacity: Math.min(1, Math.max(0, opacity)) } : o)) })),
+  moveOverlay: (id, by) =>
+    set((s) => {
+      const from = s.overlays.findIndex((o) => o.id === id);
+      const to = Math.min(s.overlays.length - 1, Math.max(0, from + by));
+      if (from === -1 || from === to) return {};
+      const overlays = s.overlays.slice();
+      const [moved] = overlays.splice(from, 1);
+      overlays.splice(to, 0, moved);
+      return { overlays };
+    }),
+  setBasemapVisible: (basemapVisible) => set({ basemapVisible }),
+  setBasemapOpacity: (opacity) => set({ basemapOpacity: Math.min(1, Math.max(0, opacity)) }),
   setSpeakAnswers: (on) => {
     writeStorage(SPEAK_KEY, on ? "1" : "0");
     set({ speakAnswers: on });
