@@ -9,7 +9,8 @@ from typing import Any
 
 import helm_python
 import pytest
-from .conftest import Rendered, Renderer, name_of
+
+from .conftest import RELEASE, Rendered, Renderer, name_of
 
 
 def gateway_config(rendered: Rendered) -> dict[str, str]:
@@ -18,8 +19,7 @@ def gateway_config(rendered: Rendered) -> dict[str, str]:
 
 
 def ingress_annotations(rendered: Rendered) -> dict[str, str]:
-    (ingress,) = rendered.kinds("Ingress")
-    annotations: dict[str, str] = ingress["metadata"]["annotations"]
+    annotations: dict[str, str] = rendered.get("Ingress", f"{RELEASE}-stacgis")["metadata"]["annotations"]
     return annotations
 
 
@@ -69,6 +69,25 @@ def test_trusted_header_mode_sets_or_clears_every_identity_header(renderer: Rend
     custom = {"gateway": {"auth": {**TRUSTED_HEADER["gateway"]["auth"], "trustedUserHeader": "X-Email"}}}
     headers = ingress_annotations(renderer.render(custom))["nginx.ingress.kubernetes.io/auth-response-headers"]
     assert sorted(headers.split(",")) == ["X-Auth-Request-User", "X-Email", "X-Forwarded-User"]
+
+
+def test_outside_mcp_clients_bypass_the_auth_proxy_only_on_their_paths(renderer: Renderer) -> None:
+    """Their bearer tokens mean nothing to the auth proxy; the gateway checks them and, on /mcp, reads
+    no identity header, so those paths (and only those) get an Ingress without auth-url."""
+
+    def paths(ingress: dict[str, Any]) -> set[str]:
+        return {p["path"] for rule in ingress["spec"]["rules"] for p in rule["http"]["paths"]}
+
+    mcp_paths = {"/mcp", "/.well-known/oauth-protected-resource"}
+    rendered = renderer.render(TRUSTED_HEADER)
+    main = rendered.get("Ingress", f"{RELEASE}-stacgis")
+    outside = rendered.get("Ingress", f"{RELEASE}-stacgis-mcp")
+    assert paths(main) == {"/api", "/tiles", "/"} and paths(outside) == mcp_paths
+    assert not any("auth-" in key for key in outside["metadata"]["annotations"])
+    assert outside["metadata"]["annotations"]["nginx.ingress.kubernetes.io/proxy-buffering"] == "off"
+    # Without an auth proxy one Ingress holds every path.
+    (single,) = renderer.render({}).kinds("Ingress")
+    assert paths(single) == {"/api", "/tiles", "/"} | mcp_paths
 
 
 def test_trusted_header_mode_needs_the_proxys_addresses(chart: helm_python.Chart) -> None:
