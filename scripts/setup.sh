@@ -94,4 +94,17 @@ for folder in proto frontend; do
   fi
 done
 [ -x .local/bin/helm ] || bash scripts/install-helm.sh
+
+# checkov for the chart's policy test, in a virtualenv of its own (its pins clash with .venv's);
+# offline it needs no download (`--skip-download`). About a minute the first time.
+if [ -f tests/chart/requirements-checkov.txt ]; then
+  checkov_hash=$(sha256sum tests/chart/requirements-checkov.txt | cut -c1-16)
+  if [ ! -f "$STAMPS/checkov-$checkov_hash" ] || [ ! -x .local/tools/checkov/bin/checkov ]; then
+    [ -x .local/tools/checkov/bin/python ] || python3 -m venv .local/tools/checkov
+    long "installing checkov" --show "^(Successfully|ERROR)" -- \
+      .local/tools/checkov/bin/pip install --progress-bar off -r tests/chart/requirements-checkov.txt
+    rm -f "$STAMPS"/checkov-*
+    touch "$STAMPS/checkov-$checkov_hash"
+  fi
+fi
 say "done"

@@ -376,7 +376,7 @@ def _ollama(rendered: Rendered) -> tuple[dict[str, Any], dict[str, Any]]:
 @pytest.mark.parametrize("values_set", ["default", "prod"])
 def test_ollama_runs_on_a_gpu_node(renderer: Renderer, values_set: str) -> None:
     spec, c = _ollama(renderer.values_set(values_set))
-    assert c["resources"]["limits"]["nvidia.com/gpu"] == 1
+    assert c["resources"]["limits"]["nvidia.com/gpu"] == "1"  # a string quantity, as the API server returns it
     assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
     assert spec["nodeSelector"]["nvidia.com/gpu.present"] == "true"
     env = env_of(c)
@@ -397,7 +397,7 @@ def test_ollama_mig_slice_and_runtime_class(renderer: Renderer) -> None:
         {"ollama": {"runtimeClassName": "nvidia", "gpu": {"resourceName": "nvidia.com/mig-1g.10gb", "count": 2}}}
     )
     spec, c = _ollama(rendered)
-    assert c["resources"]["limits"]["nvidia.com/mig-1g.10gb"] == 2
+    assert c["resources"]["limits"]["nvidia.com/mig-1g.10gb"] == "2"
     assert "nvidia.com/gpu" not in c["resources"]["limits"]
     assert spec["runtimeClassName"] == "nvidia"
 
