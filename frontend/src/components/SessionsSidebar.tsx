@@ -9,6 +9,7 @@ import {
 } from "../state/chatController";
 import { isRunActive } from "../state/chatReducer";
 import { useChatStore } from "../state/chatStore";
+import { AccessTokens } from "./AccessTokens";
 
 function formatWhen(iso: string): string {
   const date = new Date(iso);
@@ -139,6 +140,7 @@ export function SessionsSidebar() {
           ))}
         </ul>
       )}
+      <AccessTokens />
     </nav>
   );
 }
