@@ -40,7 +40,10 @@ REDIS_DIR = LOCAL / "redis"
 PG_PORT = int(os.environ.get("STACGIS_PG_PORT", "55432"))
 REDIS_PORT = int(os.environ.get("STACGIS_REDIS_PORT", "56379"))
 MODEL_PORT = int(os.environ.get("STACGIS_MODEL_SERVER_PORT", "11434"))
+# The owner role (a superuser: it creates the cluster, applies migrations and loads data) and the
+# application role the services connect as: no superuser, no DDL, only reads and writes of rows.
 PG_USER = PG_PASSWORD = PG_DB = "stacgis"
+APP_USER = APP_PASSWORD = "stacgis_app"
 OS_USER = "pgserver"
 PYTHON = ROOT / ".venv" / "bin" / "python"
 # The local stack runs with the public development secrets, which every service refuses unless this
@@ -106,6 +109,12 @@ def postgres_up() -> bool:
     """Start Postgres unless something listens on its port; True when this call started it."""
     if port_open(PG_PORT):
         say(f"postgres already listening on 127.0.0.1:{PG_PORT}")
+        if (PG_DATA / "postmaster.pid").exists():
+            # Our cluster, maybe started before the application role existed.
+            try:
+                ensure_app_role(PG_DB)
+            except subprocess.CalledProcessError as error:
+                say(f"could not ensure the application role {APP_USER}: {error}")
         return False
     binaries = pg_bin()
     ensure_os_user()
@@ -172,8 +181,59 @@ def postgres_up() -> bool:
             as_pg_user([str(binaries / "createdb"), "-h", str(PG_SOCKET), "-p", str(PG_PORT), "-U", PG_USER, PG_DB]),
             check=True,
         )
+    ensure_app_role(PG_DB)
     say(f"postgres ready on 127.0.0.1:{PG_PORT} (database {PG_DB}, data in {PG_DATA})")
     return True
+
+
+def app_role_sql(database: str, owner: str = PG_USER, role: str = APP_USER, password: str = APP_PASSWORD) -> str:
+    """SQL (run by the owner, idempotent) giving `role` the rows of every schema `owner` has in `database`
+    and will create there: USAGE and SELECT/INSERT/UPDATE/DELETE, sequences, nothing else."""
+    return f"""
+DO $$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{role}') THEN
+    CREATE ROLE {role} LOGIN PASSWORD '{password}' NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION;
+  END IF;
+END $$;
+GRANT CONNECT ON DATABASE "{database}" TO {role};
+ALTER DEFAULT PRIVILEGES FOR ROLE {owner} GRANT USAGE ON SCHEMAS TO {role};
+ALTER DEFAULT PRIVILEGES FOR ROLE {owner} GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO {role};
+ALTER DEFAULT PRIVILEGES FOR ROLE {owner} GRANT USAGE, SELECT, UPDATE ON SEQUENCES TO {role};
+DO $$ DECLARE schema_name text; BEGIN
+  FOR schema_name IN SELECT nspname FROM pg_namespace
+      WHERE nspowner = '{owner}'::regrole AND nspname !~ '^pg_' AND nspname <> 'information_schema' LOOP
+    EXECUTE format('GRANT USAGE ON SCHEMA %I TO {role}', schema_name);
+    EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA %I TO {role}', schema_name);
+    EXECUTE format('GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA %I TO {role}', schema_name);
+  END LOOP;
+END $$;
+"""
+
+
+def ensure_app_role(database: str) -> None:
+    """Create the application role (once) and its grants in `database` (default privileges are per database)."""
+    subprocess.run(
+        as_pg_user(
+            [
+                str(pg_bin() / "psql"),
+                "-h",
+                str(PG_SOCKET),
+                "-p",
+                str(PG_PORT),
+                "-U",
+                PG_USER,
+                "-d",
+                database,
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-q",
+                "-c",
+                app_role_sql(database),
+            ]
+        ),
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
 
 
 def postgres_command() -> list[str]:

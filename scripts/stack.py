@@ -220,8 +220,21 @@ def run_step(title: str, command: list[str], env: dict[str, str], cwd: Path = RO
         raise SystemExit(f"[stack] failed ({' '.join(command)} exited with {code}); see the output above")
 
 
+def owner_env(env: dict[str, str]) -> dict[str, str]:
+    """`env` with every database URL the owner role's: migrations and data loads create and alter
+    schemas, which the application role the services connect as may not."""
+    owner = env.get("STACGIS_OWNER_DATABASE_URL")
+    if not owner:
+        return env
+    return {
+        **env,
+        **{key: owner for key in env if key.endswith("_DATABASE_URL") and key != "STACGIS_OWNER_DATABASE_URL"},
+    }
+
+
 def prepare_data(env: dict[str, str], present: list[Service]) -> None:
-    """Migrations and data loads, each idempotent (a second run only checks and skips)."""
+    """Migrations and data loads, each idempotent (a second run only checks and skips), as the owner role."""
+    env = owner_env(env)
     names = {service.name for service in present}
     python = str(PYTHON)
     for service in present:

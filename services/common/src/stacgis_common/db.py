@@ -44,15 +44,36 @@ def migration_files(directory: Path) -> list[tuple[int, Path]]:
     return found
 
 
+async def _up_to_date(pool: asyncpg.Pool, schema: str, files: list[tuple[int, Path]]) -> bool:
+    """Whether every file is applied, found with reads only: the services connect as an application
+    role that may not create anything (the owner role applies migrations), and start on a current schema."""
+    if await pool.fetchval("SELECT to_regclass($1)", f"{schema}.schema_migrations") is None:
+        return False
+    try:
+        rows = await pool.fetch(f"SELECT version, name, checksum FROM {schema}.schema_migrations")
+    except asyncpg.InsufficientPrivilegeError:
+        return False
+    done = {row["version"]: row for row in rows}
+    for version, path in files:
+        if version not in done:
+            return False
+        if done[version]["checksum"] != hashlib.sha256(path.read_text(encoding="utf-8").encode()).hexdigest():
+            log.warning("migration %s changed after it was applied", path.name)
+    return True
+
+
 async def apply_migrations(pool: asyncpg.Pool, schema: str, directory: Path) -> list[str]:
     """Apply the not yet applied files in order; returns the names applied.
 
     A transaction-scoped advisory lock per schema serialises replicas starting together;
     each file runs in the same transaction as its bookkeeping row, so a failure leaves nothing half-done.
+    A schema already up to date is only read, so a role without DDL rights starts on it.
     """
     if not IDENTIFIER.match(schema):
         raise ValueError(f"invalid schema name {schema!r}")
     files = migration_files(directory)
+    if await _up_to_date(pool, schema, files):
+        return []
     lock_key = int.from_bytes(hashlib.sha256(f"stacgis-migrations:{schema}".encode()).digest()[:8], "big", signed=True)
     applied: list[str] = []
     async with pool.acquire() as connection, connection.transaction():
