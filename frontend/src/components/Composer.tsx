@@ -1,4 +1,5 @@
 import { useEffect, useRef, useState } from "react";
+import { describeDrawn } from "../map/drawing";
 import { speechOutputSupported, startDictation, stopSpeaking, voiceInputSupported } from "../lib/speech";
 import { isRunActive } from "../state/chatReducer";
 import { sendMessage, stopRun } from "../state/chatController";
@@ -29,8 +30,13 @@ function ContextChips() {
       ) : null}
       {drawn ? (
         <span className="chip chip-area" data-testid="context-area">
-          Drawn area ({drawn.coordinates[0].length - 1} corners)
-          <button type="button" className="chip-remove" aria-label="Clear drawn area" onClick={() => setDrawnGeometry(null)}>
+          {describeDrawn(drawn).text}
+          <button
+            type="button"
+            className="chip-remove"
+            aria-label={`Clear drawn ${describeDrawn(drawn).noun}`}
+            onClick={() => setDrawnGeometry(null)}
+          >
             ×
           </button>
         </span>

@@ -28,6 +28,7 @@ import {
   canFinish,
   drawingFeatures,
   finishDrawing,
+  formatLngLat,
   idleDraw,
   startDrawing,
   undoVertex,
@@ -95,15 +96,20 @@ function addSupportLayers(map: MapLibreMap): void {
       id: "draw-line",
       type: "line",
       source: "drawing",
-      filter: ["in", ["get", "role"], ["literal", ["area", "sketch"]]],
+      filter: ["in", ["get", "role"], ["literal", ["area", "line", "sketch"]]],
       paint: { "line-color": "#1d4f8f", "line-width": 2, "line-dasharray": [2, 1] },
     });
     map.addLayer({
       id: "draw-vertex",
       type: "circle",
       source: "drawing",
-      filter: ["==", ["get", "role"], "vertex"],
-      paint: { "circle-radius": 4, "circle-color": "#ffffff", "circle-stroke-color": "#1d4f8f", "circle-stroke-width": 2 },
+      filter: ["in", ["get", "role"], ["literal", ["vertex", "point"]]],
+      paint: {
+        "circle-radius": ["case", ["==", ["get", "role"], "point"], 6, 4],
+        "circle-color": ["case", ["==", ["get", "role"], "point"], "#2f6db5", "#ffffff"],
+        "circle-stroke-color": "#1d4f8f",
+        "circle-stroke-width": 2,
+      },
     });
   }
   if (countriesCache) (map.getSource(COUNTRIES_SOURCE) as GeoJSONSource | undefined)?.setData(countriesCache.display);
@@ -137,6 +143,8 @@ export function MapView() {
   const containerRef = useRef<HTMLDivElement>(null);
   const [map, setMap] = useState<MapLibreMap | null>(null);
   const [loadError, setLoadError] = useState<string | null>(null);
+  /** Where the pointer is (or was last tapped) on the map. */
+  const [pointer, setPointer] = useState<{ lng: number; lat: number } | null>(null);
 
   useEffect(() => {
     const container = containerRef.current;
@@ -166,6 +174,12 @@ export function MapView() {
       const c = instance.getCenter().wrap();
       useUiStore.getState().setView({ lat: c.lat, lon: c.lng }, instance.getZoom());
     });
+    let frame = 0;
+    instance.on("mousemove", (e: MapMouseEvent) => {
+      cancelAnimationFrame(frame);
+      const p = e.lngLat.wrap();
+      frame = requestAnimationFrame(() => setPointer({ lng: p.lng, lat: p.lat }));
+    });
     instance.on("error", (e: { error?: unknown }) => {
       // Missing tiles are expected offline; only a broken style stops the map.
       const message = (e.error as Error | undefined)?.message ?? "";
@@ -173,9 +187,15 @@ export function MapView() {
     });
     instance.on("click", (e: MapMouseEvent) => {
       const s = useUiStore.getState();
+      const p = e.lngLat.wrap();
+      setPointer({ lng: p.lng, lat: p.lat });
       if (s.draw.active) {
-        const p = e.lngLat.wrap();
-        s.setDraw(addVertex(s.draw, [p.lng, p.lat]));
+        const next = addVertex(s.draw, [p.lng, p.lat]);
+        if (next.mode === "point") {
+          // A point is done with its one click.
+          s.setDrawnGeometry(finishDrawing(next));
+          s.setDraw(idleDraw);
+        } else s.setDraw(next);
         return;
       }
       s.setSelectedFeature(pickFeature(instance, e.point));
@@ -184,9 +204,9 @@ export function MapView() {
       const s = useUiStore.getState();
       if (!s.draw.active) return;
       e.preventDefault();
-      const polygon = finishDrawing(s.draw);
-      if (polygon) {
-        s.setDrawnGeometry(polygon);
+      const drawn = finishDrawing(s.draw);
+      if (drawn) {
+        s.setDrawnGeometry(drawn);
         s.setDraw(idleDraw);
       }
     });
@@ -248,6 +268,8 @@ export function MapView() {
       const panel = sheet && !sheet.hidden ? sheet.getBoundingClientRect() : null;
       const bottom = coveredBottom(container.getBoundingClientRect(), panel);
       if (map.getPadding().bottom !== bottom) map.setPadding({ top: 0, left: 0, right: 0, bottom });
+      // What sits at the map's foot (the coordinate readout) rises above the sheet too.
+      container.parentElement?.style.setProperty("--covered-bottom", `${bottom}px`);
     };
     update();
     const observer = new ResizeObserver(update);
@@ -272,7 +294,7 @@ export function MapView() {
       if (target && (target.tagName === "TEXTAREA" || target.tagName === "INPUT")) return;
       if (e.key === "Escape") s.setDraw(idleDraw);
       else if (e.key === "Backspace") s.setDraw(undoVertex(s.draw));
-      else if (e.key === "Enter" && canFinish(s.draw)) {
+      else if (e.key === "Enter" && s.draw.mode !== "point" && canFinish(s.draw)) {
         s.setDrawnGeometry(finishDrawing(s.draw));
         s.setDraw(idleDraw);
       } else return;
@@ -285,7 +307,10 @@ export function MapView() {
   return (
     <section className="map-area" aria-label="Map">
       <div ref={containerRef} className="map-container" data-testid="map" />
-      <MapToolbar onStartDrawing={() => useUiStore.getState().setDraw(startDrawing())} />
+      <MapToolbar onStartDrawing={(mode) => useUiStore.getState().setDraw(startDrawing(mode))} />
+      <p className="coord-readout" data-testid="coords" title="Position under the pointer (WGS 84)">
+        {pointer ? formatLngLat(pointer.lng, pointer.lat) : "Point at the map for coordinates"}
+      </p>
       {loadError ? (
         <p className="map-error" role="status">
           {loadError}

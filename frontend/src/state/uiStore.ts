@@ -1,6 +1,6 @@
-import type { Feature, Polygon } from "geojson";
+import type { Feature } from "geojson";
 import { create } from "zustand";
-import { idleDraw, type DrawState } from "../map/drawing";
+import { idleDraw, type DrawnGeometry, type DrawState } from "../map/drawing";
 import type { BasemapChoice, PanelName, RasterOverlay } from "../map/mapBridge";
 import { readStorage, writeStorage } from "./storage";
 
@@ -19,7 +19,7 @@ export interface UiState {
   center: { lat: number; lon: number };
   zoom: number;
   selectedFeature: Feature | null;
-  drawnGeometry: Polygon | null;
+  drawnGeometry: DrawnGeometry | null;
   draw: DrawState;
   basemap: BasemapChoice;
   /** Raster layers from the bottom to the top. */
@@ -32,7 +32,7 @@ export interface UiState {
   setView: (center: { lat: number; lon: number }, zoom: number) => void;
   setSelectedFeature: (feature: Feature | null) => void;
   setDraw: (draw: DrawState) => void;
-  setDrawnGeometry: (geometry: Polygon | null) => void;
+  setDrawnGeometry: (geometry: DrawnGeometry | null) => void;
   /** Drops the clicked feature, the drawn area and any drawing in progress. */
   clearSelection: () => void;
   setBasemap: (choice: BasemapChoice) => void;
