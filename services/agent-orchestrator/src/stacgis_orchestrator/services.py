@@ -16,8 +16,8 @@ from .coordination import Coordinator
 from .llm.base import ChatProvider
 from .llm.ollama import OllamaProvider
 from .llm.openai import OpenAIProvider
-from .loop import AgentDeps
 from .prefix import settle_first_listing, unlisted_servers, warm_prefix
+from .run_context import AgentDeps
 from .settings import OrchestratorSettings
 from .tools.catalog import ToolCatalog
 from .tools.pool import ToolPool

@@ -12,7 +12,7 @@ from google.protobuf import json_format
 from stacgis_proto.v1 import run_pb2
 
 from ..events import message_from_proto
-from ..loop import SpatialInput
+from ..run_context import SpatialInput
 from ..settings import OrchestratorSettings
 from .errors import InvalidField
 

@@ -16,7 +16,8 @@ from stacgis_common.auth import Identity
 
 from ..coordination import NotFound
 from ..events import EventSink, event_name, to_json
-from ..loop import AgentRun, RunInput
+from ..loop import AgentRun
+from ..run_context import RunInput
 from ..services import Services
 from .run_request import parse_run_request, validated_inputs
 

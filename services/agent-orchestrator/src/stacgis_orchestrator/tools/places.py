@@ -49,7 +49,7 @@ from .pool import ToolPool, ToolUnavailable
 from .registry import RegisteredTool
 
 if TYPE_CHECKING:
-    from ..loop import SpatialInput
+    from ..run_context import SpatialInput
     from .catalog import ToolCatalog
 
 SELECTION_NAMES = frozenset({"selection", "selected feature", "the selection"})
