@@ -27,6 +27,7 @@ AUDIENCE = "stacgis"
 MAX_DAYS = 30
 TOKENS_PER_USER = 3
 MCP_BODY_BYTES = 8192
+MCP_PER_MINUTE = 40
 LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
@@ -56,6 +57,7 @@ def mcp_env(memory: RunningService, knowledge: RunningService) -> dict[str, str]
         "GATEWAY_MCP_TOKEN_MAX_DAYS": str(MAX_DAYS),
         "GATEWAY_MCP_TOKENS_PER_USER": str(TOKENS_PER_USER),
         "GATEWAY_MCP_MAX_BODY_BYTES": str(MCP_BODY_BYTES),
+        "GATEWAY_MCP_REQUESTS_PER_MINUTE": str(MCP_PER_MINUTE),
     }
 
 
@@ -281,6 +283,24 @@ async def test_token_requests_are_checked(mcp_gateway: RunningService, client: h
         f"{mcp_gateway.url}/mcp/memory", json=huge, headers={**MCP_HEADERS, "Authorization": f"Bearer {token}"}
     )
     assert response.status_code == 422 and response.json()["detail"][0]["loc"] == ["body"]
+
+
+@pytest.mark.asyncio
+async def test_one_users_clients_are_rate_limited(mcp_gateway: RunningService, client: httpx.AsyncClient) -> None:
+    busy, other = user(new_user()), user(new_user())
+    token = (await create_token(client, mcp_gateway.url, busy, ["memory"]))["token"]
+    # A fixed one-minute window: over two windows at most twice the limit pass, so one more is refused.
+    statuses = []
+    for _ in range(2 * MCP_PER_MINUTE + 1):
+        response = await raw(client, mcp_gateway.url, "memory", f"Bearer {token}")
+        statuses.append(response.status_code)
+        if response.status_code == 429:
+            assert int(response.headers["retry-after"]) >= 1
+            break
+    assert statuses[-1] == 429 and set(statuses[:-1]) == {200}, statuses
+    # Someone else is not affected.
+    fresh = (await create_token(client, mcp_gateway.url, other, ["memory"]))["token"]
+    assert (await raw(client, mcp_gateway.url, "memory", f"Bearer {fresh}")).status_code == 200
 
 
 # jwt mode: the identity provider is an OAuth authorization server, so the gateway describes itself.

@@ -115,6 +115,8 @@ class GatewaySettings(ServiceSettings):
     mcp_tokens_per_user: int = Field(default=20, ge=1)
     mcp_max_body_bytes: int = Field(default=1_048_576, ge=1024)
     mcp_timeout_seconds: float = Field(default=300.0, gt=0)
+    # MCP requests one user's clients may make per minute over all replicas (0: no limit).
+    mcp_requests_per_minute: int = Field(default=600, ge=0)
     public_base_url: str | None = None
 
     model_label: str = "qwen3"

@@ -26,6 +26,8 @@ from stacgis_common.auth import Identity, mint_for
 
 from ..auth import Authenticator, AuthError, JwtAuth
 from ..config import GatewaySettings
+from ..deps import Gateway
+from ..ratelimit import RateLimiter
 from ..tokens import TokenRefused, TokenStore, looks_like_token
 from .problems import ApiProblem
 
@@ -55,6 +57,7 @@ class McpProxy:
         self.settings = settings
         self.tokens = tokens
         self.jwt = auth if isinstance(auth, JwtAuth) else None
+        self._limiter: RateLimiter | None = None
         self.http = httpx.AsyncClient(
             timeout=httpx.Timeout(connect=5.0, read=settings.mcp_timeout_seconds, write=30.0, pool=10.0),
             limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
@@ -66,6 +69,12 @@ class McpProxy:
     @property
     def issuer(self) -> str | None:
         return self.settings.jwt_issuer if self.jwt is not None else None
+
+    def limiter(self, gateway: Gateway) -> RateLimiter:
+        # Built on first use, over the gateway's Redis: the same fixed window as the chat limits.
+        if self._limiter is None:
+            self._limiter = RateLimiter(gateway.redis, gateway.keys, self.settings.mcp_requests_per_minute)
+        return self._limiter
 
 
 def _proxy(request: Request) -> McpProxy:
@@ -167,6 +176,16 @@ async def forward(server: ServerName, request: Request) -> Response:
         known = ", ".join(sorted(settings.mcp_servers))
         return JSONResponse({"detail": f"unknown MCP server; one of: {known}"}, status_code=404)
     user_id = await _user(request, proxy, server)
+    gateway: Gateway = request.app.state.gateway
+    # "mcp <user>": a space never occurs in a user id, so this bucket is apart from the chat limits.
+    decision = await proxy.limiter(gateway).hit(f"mcp {user_id}")
+    if not decision.allowed:
+        MCP_REQUESTS.labels(server, "rate_limited").inc()
+        return JSONResponse(
+            {"detail": f"more than {settings.mcp_requests_per_minute} MCP requests a minute; retry later"},
+            status_code=429,
+            headers={"Retry-After": str(decision.retry_after_seconds)},
+        )
     body = await _body(request, settings.mcp_max_body_bytes) if request.method == "POST" else b""
     headers = {name: value for name in REQUEST_HEADERS if (value := request.headers.get(name)) is not None}
     headers["authorization"] = f"Bearer {mint_for(settings, Identity(user_id=user_id))}"
