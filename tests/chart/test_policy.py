@@ -339,9 +339,11 @@ def test_bundled_stores_compose_urls_from_the_password_secret(default: Rendered)
     names = [e["name"] for e in c["env"]]
     # $(VAR) expansion only sees variables defined earlier in the list.
     assert names.index("STACGIS_POSTGRES_PASSWORD") < names.index("GATEWAY_DATABASE_URL")
+    # The services connect as the application role (its password under its own key).
     assert env["GATEWAY_DATABASE_URL"]["value"] == (
-        f"postgresql://stacgis:$(STACGIS_POSTGRES_PASSWORD)@{name_of('postgresql')}:5432/stacgis"
+        f"postgresql://stacgis_app:$(STACGIS_POSTGRES_PASSWORD)@{name_of('postgresql')}:5432/stacgis"
     )
+    assert env["STACGIS_POSTGRES_PASSWORD"]["valueFrom"]["secretKeyRef"]["key"] == "app-password"
     assert env["GATEWAY_REDIS_URL"]["value"] == f"redis://:$(STACGIS_REDIS_PASSWORD)@{name_of('redis')}:6379/0"
     postgres = default.get("StatefulSet", name_of("postgresql"))
     assert postgres["spec"]["template"]["spec"]["containers"][0]["image"].startswith("pgvector/pgvector:")

@@ -10,7 +10,7 @@ from typing import Any
 import helm_python
 import pytest
 
-from .conftest import RELEASE, Rendered, Renderer, name_of
+from .conftest import RELEASE, Rendered, Renderer, env_of, name_of
 
 
 def gateway_config(rendered: Rendered) -> dict[str, str]:
@@ -92,7 +92,7 @@ def test_outside_mcp_clients_bypass_the_auth_proxy_only_on_their_paths(renderer:
 
 def test_trusted_header_mode_needs_the_proxys_addresses(chart: helm_python.Chart) -> None:
     values = {"gateway": {"auth": {"mode": "trusted-header"}}}
-    with pytest.raises(Exception, match="gateway.auth.trustedProxies"):
+    with pytest.raises(Exception, match=r"gateway\.auth\.trustedProxies"):
         chart.render(values=values, name="demo", namespace="stacgis")
 
 
@@ -108,3 +108,25 @@ def test_schema_refuses_bad_trust_values(chart: helm_python.Chart, values: dict[
     with pytest.raises(helm_python.HelmValuesError) as caught:
         chart.render(values=values, name="demo", namespace="stacgis")
     assert field in str(caught.value)
+
+
+def test_services_connect_as_the_application_role_and_jobs_as_the_owner(renderer: Renderer) -> None:
+    rendered = renderer.render({})
+    secret = rendered.get("Secret", name_of("postgresql"))
+    assert set(secret["data"]) == {"password", "app-password"}
+    for component in ("chat-gateway", "vector-tools", "knowledge-tools", "memory-tools"):
+        (container,) = rendered.get("Deployment", name_of(component))["spec"]["template"]["spec"]["containers"]
+        env = env_of(container)
+        url = next(entry["value"] for name, entry in env.items() if name.endswith("_DATABASE_URL"))
+        assert url.startswith("postgresql://stacgis_app:$(STACGIS_POSTGRES_PASSWORD)@"), component
+        assert env["STACGIS_POSTGRES_PASSWORD"]["valueFrom"]["secretKeyRef"]["key"] == "app-password"
+    job = rendered.get("Job", name_of("migrations"))["spec"]["template"]["spec"]
+    (roles,) = job["initContainers"]
+    assert roles["command"][:1] == ["psql"] and "app_role=stacgis_app" in roles["command"]
+    for container in job["containers"]:
+        env = env_of(container)
+        url = next(entry["value"] for name, entry in env.items() if name.endswith("_DATABASE_URL"))
+        assert url.startswith("postgresql://stacgis:$(STACGIS_POSTGRES_PASSWORD)@"), container["name"]
+        assert env["STACGIS_POSTGRES_PASSWORD"]["valueFrom"]["secretKeyRef"]["key"] == "password"
+    sql = rendered.get("ConfigMap", f"{name_of('postgresql')}-roles")["data"]["app-role.sql"]
+    assert "NOSUPERUSER" in sql and "ALTER DEFAULT PRIVILEGES" in sql

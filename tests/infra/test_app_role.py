@@ -154,3 +154,71 @@ async def test_services_work_as_the_application_role_on_schemas_the_owner_migrat
     # The rows were written by the application role into tables the owner owns.
     owner = await fetch(infra.dsn("stacgis"), "SELECT tableowner FROM pg_tables WHERE tablename = 'documents'")
     assert owner == "stacgis"
+
+
+def chart_role_sql() -> str:
+    """The application-role script the chart's migrations Job runs, as the chart renders it."""
+    import helm_python
+    import yaml
+
+    with helm_python.Chart.load(ROOT / "charts" / "stacgis") as chart:
+        files = chart.render(values={}, name="demo", namespace="stacgis")
+    for path, text in files.items():
+        if not path.endswith((".yaml", ".yml")):
+            continue
+        for doc in yaml.safe_load_all(text):
+            if doc and doc["kind"] == "ConfigMap" and doc["metadata"]["name"].endswith("-postgresql-roles"):
+                sql: str = doc["data"]["app-role.sql"]
+                return sql
+    raise AssertionError("the chart renders no roles ConfigMap")
+
+
+def run_chart_sql(infra: PrivateInfra, script: Path, role: str, password: str) -> None:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import local_infra
+
+    done = subprocess.run(
+        [str(local_infra.pg_bin() / "psql"), "-v", "ON_ERROR_STOP=1", "-v", f"app_role={role}", "-f", str(script)],
+        env={
+            **infra.env,
+            "PGHOST": "127.0.0.1",
+            "PGPORT": str(infra.pg_port),
+            "PGDATABASE": "stacgis",
+            "PGUSER": "stacgis",
+            "PGPASSWORD": "stacgis",
+            "APP_PASSWORD": password,
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.asyncio
+async def test_the_charts_role_script_makes_a_role_of_rows_only(infra: PrivateInfra, tmp_path: Path) -> None:
+    script = tmp_path / "app-role.sql"
+    script.write_text(chart_role_sql())
+    # As the migrations Job does: the role first, then the owner creates a schema (a migration).
+    run_chart_sql(infra, script, "chart_app", "first-password")
+    owner = await asyncpg.connect(infra.dsn("stacgis"))
+    try:
+        await owner.execute(
+            "CREATE SCHEMA chart_demo; CREATE TABLE chart_demo.notes (id bigserial PRIMARY KEY, text text)"
+        )
+    finally:
+        await owner.close()
+    # Run again (an upgrade) with a new password from the Secret: idempotent, the password follows.
+    run_chart_sql(infra, script, "chart_app", "second-password")
+    app = await asyncpg.connect(f"postgresql://chart_app:second-password@127.0.0.1:{infra.pg_port}/stacgis")
+    try:
+        assert await app.fetchval("SELECT rolsuper FROM pg_roles WHERE rolname = current_user") is False
+        await app.execute("INSERT INTO chart_demo.notes (text) VALUES ('rows are fine')")
+        assert await app.fetchval("SELECT count(*) FROM chart_demo.notes") == 1
+        with pytest.raises(asyncpg.InsufficientPrivilegeError):
+            await app.execute("CREATE TABLE chart_demo.planted (x int)")
+        with pytest.raises(asyncpg.InsufficientPrivilegeError):
+            await app.execute("DROP TABLE chart_demo.notes")
+    finally:
+        await app.close()

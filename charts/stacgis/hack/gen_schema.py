@@ -179,6 +179,7 @@ CONSTRAINTS: dict[str, Schema] = {
     "gateway.auth.mode": {"enum": ["anonymous", "trusted-header", "jwt"]},
     "gateway.auth.jwksUrl": {"pattern": r"^(https?://[^\s]+)?$"},
     "gateway.auth.authUrl": {"pattern": r"^(https?://[^\s]+)?$"},
+    "postgresql.auth.appUsername": {"pattern": r"^[a-z_][a-z0-9_]{0,62}$"},
     "gateway.auth.trustedProxies": {"items": {"type": "string", "pattern": r"^[0-9A-Fa-f:.]+/[0-9]{1,3}$"}},
     "gateway.bodyReadTimeoutSeconds": {"exclusiveMinimum": 0},
     "gateway.bodyDeadlineSeconds": {"exclusiveMinimum": 0},

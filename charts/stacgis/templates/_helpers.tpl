@@ -263,19 +263,22 @@ Args: (dict "root" $ "secret" name "key" key "value" explicit)
 {{/*
 Environment entries for the database and Redis URLs. The bundled stores get
 URLs composed by Kubernetes from the password Secret ($(VAR) expansion), so
-the password never lands in a ConfigMap. Args: (list $ prefix)
+the password never lands in a ConfigMap. The services get the bundled server's application role,
+the migrations and loads (third argument "owner") its owner. Args: (list $ prefix [role])
 */}}
 {{- define "stacgis.databaseEnv" -}}
 {{- $root := index . 0 -}}
 {{- $prefix := index . 1 -}}
+{{- $owner := and (gt (len .) 2) (eq (index . 2) "owner") -}}
 {{- if $root.Values.postgresql.enabled }}
+{{- $auth := $root.Values.postgresql.auth }}
 - name: STACGIS_POSTGRES_PASSWORD
   valueFrom:
     secretKeyRef:
       name: {{ include "stacgis.postgresSecretName" $root }}
-      key: {{ $root.Values.postgresql.auth.passwordKey }}
+      key: {{ ternary $auth.passwordKey $auth.appPasswordKey $owner }}
 - name: {{ $prefix }}DATABASE_URL
-  value: {{ printf "postgresql://%s:$(STACGIS_POSTGRES_PASSWORD)@%s:%v/%s" $root.Values.postgresql.auth.username (include "stacgis.componentName" (list $root "postgresql")) $root.Values.postgresql.port $root.Values.postgresql.auth.database | quote }}
+  value: {{ printf "postgresql://%s:$(STACGIS_POSTGRES_PASSWORD)@%s:%v/%s" (ternary $auth.username $auth.appUsername $owner) (include "stacgis.componentName" (list $root "postgresql")) $root.Values.postgresql.port $auth.database | quote }}
 {{- else }}
 - name: {{ $prefix }}DATABASE_URL
   valueFrom:
