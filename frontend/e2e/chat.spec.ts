@@ -65,7 +65,7 @@ test("reloading the page restores the conversation", async ({ page, request }) =
 
   await page.reload();
   await openApp(page);
-  await expect(page.locator("article.message-user")).toHaveText([`Please remember this ${token}`]);
+  await expect(page.locator("article.message-user .message-text")).toHaveText([`Please remember this ${token}`]);
   await expect(lastAnswer(page).getByTestId("answer")).toHaveText(`Remembered answer ${token}.`);
   expect(await page.evaluate(() => localStorage.getItem("stacgis.sessionId"))).toBe(sessionId);
   await screenshot(page, "chat-restored");
@@ -98,7 +98,7 @@ test("conversations can be renamed, loaded and deleted", async ({ page, request 
   await waitForAnswer(page);
   await expect(sidebar.locator("li.session-item")).toHaveCount(2);
   await sidebar.locator("li.session-item", { hasText: title }).locator("button.session-open").click();
-  await expect(page.locator("article.message-user")).toHaveText([`First conversation ${token}`]);
+  await expect(page.locator("article.message-user .message-text")).toHaveText([`First conversation ${token}`]);
 
   // The name survives a reload (it is stored by the gateway).
   await page.reload();

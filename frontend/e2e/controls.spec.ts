@@ -176,7 +176,7 @@ for (const { name, size } of VIEWPORTS) {
       // The session list is refreshed once the run is over: by then the stream has been let go.
       const refreshed = page.waitForResponse((r) => r.url().endsWith("/api/v1/chat/sessions"));
       await input.press("Enter");
-      await expect(page.locator("article.message-user")).toHaveText([
+      await expect(page.locator("article.message-user .message-text")).toHaveText([
         "What is the highest point of Luxembourg?",
         "And the second highest?",
       ]);

@@ -149,7 +149,7 @@ test("an answer's unsupported numbers are marked and supported ones name their t
   // Back to the first: its history comes from the gateway (which keeps no check), the marks come back.
   await expect(sidebar.locator("li.session-item")).toHaveCount(2);
   await sidebar.locator("li.session-item", { hasText: "How high is Luxembourg?" }).locator("button.session-open").click();
-  await expect(page.locator("article.message-user")).toHaveText(["How high is Luxembourg?"]);
+  await expect(page.locator("article.message-user .message-text")).toHaveText(["How high is Luxembourg?"]);
   const restored = page.locator("article.message-assistant").last();
   await expect(restored.locator("[data-grounding=unsupported]")).toHaveText(["1,929 m", "12.5 %"]);
   await expect(restored.locator("[data-grounding=supported]")).toHaveText(["348 m", "560 m"]);

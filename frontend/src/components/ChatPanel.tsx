@@ -2,6 +2,7 @@ import { useStickToBottom } from "../hooks/useStickToBottom";
 import { useChatStore } from "../state/chatStore";
 import { ApprovalDialog } from "./ApprovalDialog";
 import { Composer } from "./Composer";
+import { ConversationExport } from "./ConversationExport";
 import { MessageBubble } from "./MessageBubble";
 import { StatusBanner } from "./StatusBanner";
 
@@ -19,9 +20,12 @@ export function ChatPanel() {
 
   return (
     <section className="chat-panel" aria-labelledby="chat-title">
-      <h2 id="chat-title" className="panel-title">
-        {title || "Conversation"}
-      </h2>
+      <div className="chat-header">
+        <h2 id="chat-title" className="panel-title">
+          {title || "Conversation"}
+        </h2>
+        <ConversationExport />
+      </div>
       <StatusBanner />
       <div className="conversation" ref={ref} onScroll={onScroll} role="log" aria-label="Messages" tabIndex={0}>
         {messages.length === 0 ? (

@@ -1,4 +1,7 @@
-import { Suspense, lazy } from "react";
+import { Suspense, lazy, useEffect, useState } from "react";
+import { copyText } from "../lib/clipboard";
+import { isRunActive } from "../state/chatReducer";
+import { sendMessage } from "../state/chatController";
 import { useChatStore } from "../state/chatStore";
 import { groundingSummary } from "../state/grounding";
 import { useUiStore } from "../state/uiStore";
@@ -15,13 +18,62 @@ const STATUS_NOTE: Partial<Record<UiMessage["status"], string>> = {
   error: "Failed",
 };
 
+function CopyButton({ text }: { text: string }) {
+  const [state, setState] = useState<"idle" | "copied" | "failed">("idle");
+  useEffect(() => {
+    if (state === "idle") return;
+    const timer = setTimeout(() => setState("idle"), 2000);
+    return () => clearTimeout(timer);
+  }, [state]);
+  return (
+    <button
+      type="button"
+      className="small"
+      aria-label="Copy answer"
+      onClick={() => void copyText(text).then((ok) => setState(ok ? "copied" : "failed"))}
+    >
+      {state === "copied" ? "Copied" : state === "failed" ? "Copy failed" : "Copy"}
+    </button>
+  );
+}
+
+/** The question this answer replied to. */
+function questionBefore(answerId: string): string | null {
+  const messages = useChatStore.getState().chat.messages;
+  const at = messages.findIndex((m) => m.id === answerId);
+  for (let i = at - 1; i >= 0; i--) if (messages[i].role === "user") return messages[i].content;
+  return null;
+}
+
+/** Puts a question back into the message box to be changed and sent again. */
+function editAndResend(text: string): void {
+  useChatStore.getState().setDraft(text);
+  const input = document.getElementById("composer-input");
+  if (input instanceof HTMLTextAreaElement) {
+    input.focus();
+    input.setSelectionRange(text.length, text.length);
+  }
+}
+
 export function MessageBubble({ message, latest = false }: { message: UiMessage; latest?: boolean }) {
   const showActivity = useUiStore((s) => s.panels.activity);
+  const running = useChatStore((s) => isRunActive(s.chat));
   const followed = useChatStore((s) => s.chat.run?.assistantId === message.id && s.chat.run.phase !== "finished");
   if (message.role === "user") {
     return (
-      <article className="message message-user" aria-label="You said">
+      <article className="message message-user" aria-label="You said" data-message-id={message.id}>
         <p className="message-text">{message.content}</p>
+        <div className="message-actions">
+          <button
+            type="button"
+            className="small"
+            aria-label="Edit and resend"
+            title="Put this question in the message box to change and send it again"
+            onClick={() => editAndResend(message.content)}
+          >
+            Edit
+          </button>
+        </div>
       </article>
     );
   }
@@ -34,6 +86,7 @@ export function MessageBubble({ message, latest = false }: { message: UiMessage;
       aria-label="Assistant answer"
       aria-busy={streaming}
       data-status={message.status}
+      data-message-id={message.id}
     >
       {showActivity && message.activities.length > 0 ? (
         streaming ? (
@@ -82,6 +135,24 @@ export function MessageBubble({ message, latest = false }: { message: UiMessage;
         </p>
       ) : null}
       {note && message.status !== "error" ? <p className="message-note">{note}</p> : null}
+      {!streaming ? (
+        <div className="message-actions">
+          {message.content ? <CopyButton text={message.content} /> : null}
+          {latest && !running ? (
+            <button
+              type="button"
+              className="small"
+              title="Ask the same question again"
+              onClick={() => {
+                const question = questionBefore(message.id);
+                if (question) void sendMessage(question);
+              }}
+            >
+              Regenerate
+            </button>
+          ) : null}
+        </div>
+      ) : null}
     </article>
   );
 }

@@ -9,6 +9,7 @@ import {
 } from "../state/chatController";
 import { isRunActive } from "../state/chatReducer";
 import { useChatStore } from "../state/chatStore";
+import { titleMatches } from "../lib/exportMarkdown";
 import { AccessTokens } from "./AccessTokens";
 
 function formatWhen(iso: string): string {
@@ -112,6 +113,8 @@ export function SessionsSidebar() {
   const error = useChatStore((s) => s.sessionsError);
   const currentId = useChatStore((s) => s.chat.sessionId);
   const running = useChatStore((s) => isRunActive(s.chat));
+  const [query, setQuery] = useState("");
+  const shown = sessions.filter((s) => titleMatches(s.title, query));
 
   return (
     <nav className="sessions-sidebar" aria-labelledby="sessions-title">
@@ -131,11 +134,25 @@ export function SessionsSidebar() {
           {error}
         </p>
       ) : null}
+      {sessions.length > 0 ? (
+        <input
+          type="search"
+          className="session-search"
+          aria-label="Search conversations"
+          placeholder="Search conversations"
+          value={query}
+          onChange={(e) => setQuery(e.target.value)}
+        />
+      ) : null}
       {sessions.length === 0 ? (
         <p className="sidebar-empty">No saved conversations yet.</p>
+      ) : shown.length === 0 ? (
+        <p className="sidebar-empty" role="status">
+          No conversation title contains “{query.trim()}”.
+        </p>
       ) : (
         <ul className="session-list">
-          {sessions.map((s) => (
+          {shown.map((s) => (
             <SessionItem key={s.id} session={s} current={s.id === currentId} />
           ))}
         </ul>
