@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -29,6 +30,7 @@ from .auth import CookieMiddleware, build_authenticator
 from .bodylimit import BodyLimitMiddleware
 from .config import GatewaySettings
 from .deps import Gateway
+from .fanout import StreamHub
 from .gate import ConcurrencyGate
 from .history_writes import HistoryWriter
 from .keys import RedisKeys
@@ -67,10 +69,9 @@ async def _open_store(settings: GatewaySettings) -> HistoryStore:
 
 async def build_gateway(settings: GatewaySettings) -> Gateway:
     keys = RedisKeys(settings.redis_key_prefix)
-    # RESP2 (the shape runstore parses). The socket timeout must outlast the longest XREAD BLOCK
-    # (redis-py's default of 5 s equals it, so an idle stream would be cut), yet still end a dead socket.
-    # Every open SSE stream holds a connection during its XREAD BLOCK: the pool is sized for thousands of
-    # them, and when it is exhausted a command waits for a free connection rather than failing at once.
+    # RESP2 (the shape runstore parses). SSE streams hold no connection (the process's reader below
+    # follows every run); when the pool is exhausted a command waits for a free connection rather than
+    # failing at once.
     pool = BlockingConnectionPool.from_url(
         settings.redis_url,
         max_connections=settings.redis_max_connections,
@@ -100,6 +101,30 @@ async def build_gateway(settings: GatewaySettings) -> Gateway:
     )
     history = HistoryWriter(store, client, keys, settings.history_retry_seconds, settings.history_flush_seconds)
     manager = RunManager(settings, run_store, session_service, history, gate, orchestrator)
+    # The process's one stream reader has a connection of its own, outside the pool: its blocking XREAD
+    # never waits for a pooled connection and never holds one.
+    reader: Redis = Redis.from_url(
+        settings.redis_url,
+        decode_responses=True,
+        protocol=2,
+        single_connection_client=True,
+        client_name=f"stacgis-gateway-reader-{os.getpid()}",
+        socket_connect_timeout=5,
+        socket_timeout=MAX_BLOCK_SECONDS + 10,
+    )
+    hub = StreamHub(
+        client,
+        reader,
+        keys,
+        run_store,
+        block_seconds=MAX_BLOCK_SECONDS,
+        heartbeat_seconds=settings.heartbeat_seconds,
+        check_seconds=min(settings.heartbeat_seconds, MAX_BLOCK_SECONDS, settings.gate_refresh_seconds * 2),
+        slot_ttl_seconds=settings.slot_ttl_seconds,
+        queue_max_events=settings.stream_queue_max_events,
+        read_count=settings.stream_read_count,
+        on_lost=manager.declare_lost,
+    )
     return Gateway(
         settings=settings,
         redis=client,
@@ -110,6 +135,7 @@ async def build_gateway(settings: GatewaySettings) -> Gateway:
         limiter=RateLimiter(client, keys, settings.rate_limit_per_minute),
         runs=run_store,
         manager=manager,
+        hub=hub,
         history=history,
         orchestrator=orchestrator,
         auth=build_authenticator(settings),
@@ -153,6 +179,7 @@ def create_app(settings: GatewaySettings) -> FastAPI:
         gateway = await build_gateway(settings)
         app.state.gateway = gateway
         app.state.mcp = mcp_proxy.McpProxy(settings, TokenStore(gateway.store.pool), gateway.auth)
+        gateway.hub.start()
         flusher = asyncio.create_task(gateway.history.flush_periodically(), name="history-flush")
         log.info("chat-gateway ready", extra={"auth_mode": settings.auth_mode, "port": settings.port})
         try:
@@ -160,6 +187,7 @@ def create_app(settings: GatewaySettings) -> FastAPI:
         finally:
             flusher.cancel()
             await gateway.manager.shutdown(settings.shutdown_grace_seconds)
+            await gateway.hub.stop()
             await gateway.orchestrator.aclose()
             await app.state.mcp.aclose()
             await gateway.store.close()

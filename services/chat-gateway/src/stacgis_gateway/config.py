@@ -43,8 +43,8 @@ class GatewaySettings(ServiceSettings):
     redis_url: str = "redis://127.0.0.1:56379/0"
     # Prepended to every Redis key, so several deployments can share one Redis.
     redis_key_prefix: str = ""
-    # Every SSE stream holds a connection during its blocking XREAD, so the pool must be sized for
-    # thousands of streams; when all are taken a command waits this long for one instead of failing.
+    # Commands of requests and run tasks share the pool (SSE streams hold none: one reader per process
+    # follows them all); when all are taken a command waits this long for one instead of failing.
     redis_max_connections: int = Field(default=4000, ge=10)
     redis_pool_timeout_seconds: float = Field(default=10.0, gt=0)
     orchestrator_url: str = "http://127.0.0.1:8001"
@@ -92,6 +92,11 @@ class GatewaySettings(ServiceSettings):
     # deadline; else 408. The ingress passes bodies through unbuffered, so these bound slow clients.
     body_read_timeout_seconds: float = Field(default=10.0, gt=0)
     body_deadline_seconds: float = Field(default=30.0, gt=0)
+    # Events queued in memory for one SSE response; a client that falls this far behind is closed at the
+    # last event it got (it resumes from there) so it never slows the reader or other streams.
+    stream_queue_max_events: int = Field(default=2000, ge=10)
+    # Entries the process's reader takes per run stream and XREAD.
+    stream_read_count: int = Field(default=500, ge=1)
     run_stream_maxlen: int = Field(default=10_000, ge=100)
     # How long a finished run's events stay available for resuming.
     run_stream_ttl_seconds: int = Field(default=900, ge=1)

@@ -11,6 +11,7 @@ from redis.asyncio import Redis
 from .auth import NEW_IDENTITY_STATE, Authenticator, AuthError
 from .clientaddr import client_address, trusted_networks
 from .config import GatewaySettings
+from .fanout import StreamHub
 from .gate import ConcurrencyGate
 from .history_writes import HistoryWriter
 from .keys import RedisKeys
@@ -34,6 +35,7 @@ class Gateway:
     limiter: RateLimiter
     runs: RunStore
     manager: RunManager
+    hub: StreamHub
     history: HistoryWriter
     orchestrator: OrchestratorClient
     auth: Authenticator

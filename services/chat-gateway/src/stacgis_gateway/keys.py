@@ -49,3 +49,7 @@ class RedisKeys:
 
     def rate(self, user_id: str, window: int) -> str:
         return f"{self.prefix}chat:ratelimit:{user_id}:{window}"
+
+    def reader_wake(self, reader_id: str) -> str:
+        """A gateway process's wake-up stream: appended to when a stream starts being followed."""
+        return f"{self.prefix}chat:reader:{reader_id}:wake"

@@ -1,4 +1,5 @@
-"""The SSE side: tail a run's Redis Stream and send each entry as an event whose id is the entry id."""
+"""The SSE side: follow a run's Redis Stream (through the process's reader) and send each entry as an
+event whose id is the entry id."""
 
 from __future__ import annotations
 
@@ -7,16 +8,14 @@ import logging
 import time
 from collections.abc import AsyncIterator
 
-from redis.exceptions import RedisError
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from .config import GatewaySettings
 from .events import TERMINAL, make_event
+from .fanout import BEHIND, UNREADABLE, Delivery, StreamHub
 from .metrics import ACTIVE_STREAMS, EVENTS_SENT, TIME_TO_FIRST_TOKEN
-from .runs import RunManager
-from .runstore import RunStore
+from .runstore import StreamEntry
 
-# Longest single XREAD wait: also how often an idle stream checks that its run is still alive.
+# Longest single XREAD wait of the process's reader; quiet runs are checked at most this often too.
 MAX_BLOCK_SECONDS = 5.0
 
 log = logging.getLogger(__name__)
@@ -33,57 +32,63 @@ def _unreadable(run_id: str, after: str) -> ServerSentEvent:
     )
 
 
+def _encode(entry: StreamEntry) -> bytes:
+    # Entry data is the gateway's own compact JSON (no raw line breaks), so one data line is exact.
+    return f"id: {entry.id}\nevent: {entry.event}\ndata: {entry.data}\n\n".encode()
+
+
+PING = b": ping\n\n"
+
+
+async def follow_entries(hub: StreamHub, run_id: str, after: str, check_now: bool = False) -> AsyncIterator[Delivery]:
+    """The run's entries after `after`, in batches, until its final event (which ends the last batch);
+    pings due and the reason the stream ends early come in the same deliveries."""
+    async with hub.follow(run_id, after, check_now) as follower:
+        while True:
+            delivery = await follower.next()
+            for index, entry in enumerate(delivery.entries):
+                if entry.event in TERMINAL:
+                    yield Delivery(delivery.entries[: index + 1])
+                    return
+            yield delivery
+            if delivery.closed is not None:
+                return
+
+
 async def tail_run(
-    runs: RunStore,
-    manager: RunManager,
-    settings: GatewaySettings,
+    hub: StreamHub,
     run_id: str,
     after: str,
     received_at: float | None = None,
-) -> AsyncIterator[ServerSentEvent]:
-    """Events after entry id `after`, until the run's final event; `: ping` comments while idle.
+    check_now: bool = False,
+) -> AsyncIterator[bytes]:
+    """Events after entry id `after` as SSE, until the run's final event; `: ping` comments while idle.
 
-    `received_at` (perf_counter of the chat request) makes the first `content` event observe the time to
-    first token as the browser sees it.
+    Whatever arrived together is written in one send. `received_at` (perf_counter of the chat request)
+    makes the first `content` event observe the time to first token as the browser sees it.
     """
-    block_ms = int(min(settings.heartbeat_seconds, MAX_BLOCK_SECONDS, settings.gate_refresh_seconds * 2) * 1000)
-    last_write = time.monotonic()
     first_token = received_at is not None
     ACTIVE_STREAMS.inc()
     try:
-        while True:
-            try:
-                entries = await runs.read(run_id, after, max(block_ms, 1))
-            except (RedisError, OSError):
-                log.warning("run %s: its events cannot be read, ending the stream", run_id, exc_info=True)
-                yield _unreadable(run_id, after)
-                return
-            for entry in entries:
+        async for delivery in follow_entries(hub, run_id, after, check_now):
+            chunk = bytearray()
+            for entry in delivery.entries:
                 after = entry.id
                 EVENTS_SENT.labels(entry.event).inc()
                 if first_token and entry.event == "content" and received_at is not None:
                     TIME_TO_FIRST_TOKEN.observe(time.perf_counter() - received_at)
                     first_token = False
-                yield ServerSentEvent(data=entry.data, event=entry.event, id=entry.id)
-                if entry.event in TERMINAL:
-                    return
-            if entries:
-                last_write = time.monotonic()
-                continue
-            if time.monotonic() - last_write >= settings.heartbeat_seconds:
-                yield ServerSentEvent(comment="ping")
-                last_write = time.monotonic()
-            meta = await runs.meta(run_id)
-            if meta is None:
-                return  # expired: nothing more will ever come
-            if meta.status == "finished":
-                # The final event is written before the status: read what is left, then stop.
-                for entry in await runs.read(run_id, after, None):
-                    EVENTS_SENT.labels(entry.event).inc()
-                    yield ServerSentEvent(data=entry.data, event=entry.event, id=entry.id)
-                return
-            if time.time() - meta.heartbeat > settings.slot_ttl_seconds:
-                await manager.declare_lost(meta)
+                chunk += _encode(entry)
+            if delivery.ping and not chunk:
+                chunk += PING
+            if delivery.closed == UNREADABLE:
+                log.warning("run %s: its events cannot be read, ending the stream", run_id)
+                chunk += _unreadable(run_id, after).encode()
+            elif delivery.closed == BEHIND:
+                # Closed at the last event sent: the browser resumes from it, as after any cut connection.
+                chunk += f": too far behind; resume with Last-Event-ID {after}\n\n".encode()
+            if chunk:
+                yield bytes(chunk)
     finally:
         ACTIVE_STREAMS.dec()
 
@@ -91,7 +96,7 @@ async def tail_run(
 RUN_ID_HEADER = "X-Run-Id"
 
 
-def sse_response(events: AsyncIterator[ServerSentEvent], run_id: str | None = None) -> EventSourceResponse:
+def sse_response(events: AsyncIterator[bytes], run_id: str | None = None) -> EventSourceResponse:
     headers = {"Cache-Control": "no-cache"}
     if run_id is not None:
         # A browser cut off before the first event still learns which run to resume.
@@ -99,6 +104,6 @@ def sse_response(events: AsyncIterator[ServerSentEvent], run_id: str | None = No
     return EventSourceResponse(
         events,
         headers=headers,
-        ping=0,  # tail_run sends its own `: ping` when there is nothing else to send
+        ping=0,  # the hub's timer pings idle streams
         sep="\n",
     )

@@ -16,6 +16,7 @@ from stacgis_common.answer import fold_content
 
 from ..deps import Gateway, GatewayDep, UserId
 from ..events import as_int
+from ..fanout import UNREADABLE
 from ..metrics import REJECTIONS
 from ..runs import RunSpec
 from ..schemas import (
@@ -30,7 +31,7 @@ from ..schemas import (
     check_chat_request,
 )
 from ..sessions import SessionNotFound
-from ..streaming import RUN_ID_HEADER, sse_response, tail_run
+from ..streaming import RUN_ID_HEADER, follow_entries, sse_response, tail_run
 from .problems import ApiProblem, not_found
 
 router = APIRouter(prefix="/chat", tags=["chat"])
@@ -148,7 +149,7 @@ async def admit_run(gateway: Gateway, user_id: str, body: ChatRequest) -> RunSpe
 async def chat_stream(body: ChatRequest, gateway: GatewayDep, user_id: UserId) -> EventSourceResponse:
     received = time.perf_counter()
     spec = await admit_run(gateway, user_id, body)
-    events = tail_run(gateway.runs, gateway.manager, gateway.settings, spec.run_id, "0-0", received)
+    events = tail_run(gateway.hub, spec.run_id, "0-0", received)
     return sse_response(events, run_id=spec.run_id)
 
 
@@ -163,22 +164,28 @@ async def chat_stream(body: ChatRequest, gateway: GatewayDep, user_id: UserId) -
     },
 )
 async def chat(body: ChatRequest, gateway: GatewayDep, user_id: UserId) -> ChatAnswer:
-    received = time.perf_counter()
     spec = await admit_run(gateway, user_id, body)
     partial: list[str] = []
+    closed: str | None = None
     final: tuple[str, dict[str, Any]] | None = None
     try:
         async with asyncio.timeout(gateway.settings.sync_timeout_seconds):
-            events = tail_run(gateway.runs, gateway.manager, gateway.settings, spec.run_id, "0-0", received)
-            async for event in events:
-                if event.event == "content":
-                    fold_content(partial, json.loads(str(event.data))["content"])
-                elif event.event in ("done", "error"):
-                    final = (str(event.event), json.loads(str(event.data)))
+            async for delivery in follow_entries(gateway.hub, spec.run_id, "0-0"):
+                for entry in delivery.entries:
+                    if entry.event == "content":
+                        fold_content(partial, json.loads(entry.data)["content"])
+                    elif entry.event in ("done", "error"):
+                        final = (entry.event, json.loads(entry.data))
+                closed = delivery.closed
     except TimeoutError:
         raise ApiProblem(504, {"detail": "no answer in time; the run goes on", "run_id": spec.run_id}) from None
     if final is None or final[0] == "error":
-        error = final[1]["error"] if final else {"code": "run_lost", "message": "the run's events expired"}
+        if final is not None:
+            error = final[1]["error"]
+        elif closed == UNREADABLE:
+            error = {"code": "stream_unavailable", "message": "the run's events cannot be read (Redis unavailable)"}
+        else:
+            error = {"code": "run_lost", "message": "the run's events expired"}
         raise ApiProblem(
             502,
             {

@@ -72,7 +72,7 @@ async def resume(
         raise RequestValidationError([{"type": "value_error", "loc": loc, "msg": "not an event id of this stream"}])
     await _owned_run(gateway, run_id, user_id)
     RESUMES.inc()
-    return sse_response(tail_run(gateway.runs, gateway.manager, gateway.settings, run_id, cursor))
+    return sse_response(tail_run(gateway.hub, run_id, cursor, check_now=True))
 
 
 @router.post(
