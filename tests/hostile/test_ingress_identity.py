@@ -90,7 +90,9 @@ class Ingress:
 @pytest.fixture(scope="module")
 def anonymous(pg_dsn: str, redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ingress]:
     port = free_port()
-    env = gateway_env(pg_dsn, redis_url, port, GATEWAY_AUTH_MODE="anonymous", GATEWAY_RATE_LIMIT_PER_MINUTE="3")
+    env = gateway_env(
+        pg_dsn, redis_url, port, GATEWAY_AUTH_MODE="anonymous", GATEWAY_ANONYMOUS_RATE_LIMIT_PER_MINUTE="3"
+    )
     with run_service("stacgis_gateway", env, port), Ingress(tmp_path_factory.mktemp("ingress-anon"), port) as ingress:
         yield ingress
 

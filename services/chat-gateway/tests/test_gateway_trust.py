@@ -36,7 +36,7 @@ def limited_gateway(pg_dsn: str, redis_url: str, orchestrator: RunningService) -
         orchestrator.url,
         GATEWAY_REDIS_KEY_PREFIX=f"trust-{uuid.uuid4().hex[:6]}:",
         GATEWAY_AUTH_MODE="anonymous",
-        GATEWAY_RATE_LIMIT_PER_MINUTE="3",
+        GATEWAY_ANONYMOUS_RATE_LIMIT_PER_MINUTE="3",
         GATEWAY_TRUSTED_PROXIES="127.0.0.1/32",
         GATEWAY_BODY_READ_TIMEOUT_SECONDS="1",
         GATEWAY_BODY_DEADLINE_SECONDS="3",

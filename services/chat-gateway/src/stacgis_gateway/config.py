@@ -85,9 +85,12 @@ class GatewaySettings(ServiceSettings):
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
     max_geojson_bytes: int = Field(default=262_144, ge=64)
     max_title_chars: int = Field(default=200, ge=1)
-    # Runs a user may start per minute; 0 disables the limit. Requests without an identity (no valid
-    # cookie: a fresh anonymous id) share this budget per client address, so dropping the cookie gains nothing.
+    # Runs a user may start per minute; 0 disables the limit.
     rate_limit_per_minute: int = Field(default=30, ge=0)
+    # Requests without an identity (no valid cookie: each gets a fresh anonymous id) one client address
+    # may make per minute, so dropping the cookie gains nothing; 0 disables. A first page load makes a
+    # few such requests in parallel, and several people may share one address.
+    anonymous_rate_limit_per_minute: int = Field(default=60, ge=0)
     # A request body must keep arriving (at most this long between two reads) and be complete within the
     # deadline; else 408. The ingress passes bodies through unbuffered, so these bound slow clients.
     body_read_timeout_seconds: float = Field(default=10.0, gt=0)

@@ -61,13 +61,14 @@ async def current_user(request: Request, gateway: Annotated[Gateway, Depends(get
 async def limit_by_address(request: Request, gateway: Gateway) -> None:
     """A request without an identity counts against its client address (behind the trusted proxy)."""
     address = client_address(request, trusted_networks(tuple(gateway.settings.trusted_proxies)))
-    decision = await gateway.limiter.hit_address(address)
+    limit = gateway.settings.anonymous_rate_limit_per_minute
+    decision = await gateway.limiter.hit_address(address, limit)
     if not decision.allowed:
         REJECTIONS.labels("rate_limited").inc()
         raise HTTPException(
             status_code=429,
-            detail=f"at most {gateway.settings.rate_limit_per_minute} requests without a session cookie per minute "
-            "from one address; keep the cookie the gateway sets",
+            detail=f"at most {limit} requests without a session cookie per minute from one address; "
+            "keep the cookie the gateway sets",
             headers={"Retry-After": str(decision.retry_after_seconds)},
         )
 

@@ -32,18 +32,18 @@ class RateLimiter:
         self._increment = redis.register_script(INCREMENT)
 
     async def hit(self, user_id: str) -> RateDecision:
-        return await self._hit(user_id)
+        return await self._hit(user_id, self._per_minute)
 
-    async def hit_address(self, address: str) -> RateDecision:
+    async def hit_address(self, address: str, per_minute: int) -> RateDecision:
         # A space never occurs in a user id (USER_ID), so an address bucket cannot be a user's.
-        return await self._hit(f"ip {address}")
+        return await self._hit(f"ip {address}", per_minute)
 
-    async def _hit(self, subject: str) -> RateDecision:
-        if self._per_minute <= 0:
+    async def _hit(self, subject: str, per_minute: int) -> RateDecision:
+        if per_minute <= 0:
             return RateDecision(True, 0)
         now = time.time()
         window = int(now // WINDOW_SECONDS)
         count = int(await self._increment(keys=[self._keys.rate(subject, window)], args=[WINDOW_SECONDS + 5]))
-        if count <= self._per_minute:
+        if count <= per_minute:
             return RateDecision(True, 0)
         return RateDecision(False, max(1, int((window + 1) * WINDOW_SECONDS - now) + 1))
