@@ -21,6 +21,7 @@ from stacgis_common.auth import mint_internal_token
 
 from .config import GatewaySettings
 from .events import TERMINAL, as_int, check, make_event, normalise
+from .eventwriter import EventWriter
 from .gate import ConcurrencyGate
 from .history_writes import HistoryWriter
 from .messages import ChatMessage
@@ -56,6 +57,7 @@ class _RunState:
     stop_reason: str | None = None  # why the gateway itself stopped the run: "cancelled" or "shutdown"
     # Seq of the `session` event the gateway writes itself when the run failed before the orchestrator's.
     synthetic_start_seq: int | None = None
+    writer: EventWriter | None = None  # the run's events on their way to its stream
 
     def fail(self, run_id: str, code: str, message: str) -> None:
         """End the run with an error event of the gateway's own (unless it already has a final event)."""
@@ -142,6 +144,7 @@ class RunManager:
         task = asyncio.current_task()
         assert task is not None
         keeper = asyncio.create_task(self._keep_alive(spec, state, task))
+        state.writer = EventWriter(self._runs, run_id)
         try:
             token = mint_internal_token(
                 self._settings.internal_token_secret.get_secret_value(),
@@ -156,6 +159,7 @@ class RunManager:
                     await self._forward(spec, state, event)
                     if state.terminal is not None:
                         break
+            await state.writer.flush()  # a failed write ends the run here, not after its final event
             if state.terminal is None:
                 state.fail(
                     run_id, "orchestrator_disconnected", "the orchestrator ended the stream before the run finished"
@@ -176,6 +180,8 @@ class RunManager:
             # The keeper goes on while the history is written (which may wait for Postgres), so the run
             # keeps its slot and lock and no other replica declares it lost meanwhile.
             try:
+                # What was forwarded is in the stream before the final events.
+                await state.writer.close()
                 await self._finish(spec, state)
             finally:
                 keeper.cancel()
@@ -207,7 +213,8 @@ class RunManager:
             # Written by _finish, after the run's messages are stored and its slot released.
             state.terminal = (name, event)
             return
-        await self._runs.append(spec.run_id, name, event)
+        assert state.writer is not None
+        state.writer.add(name, event)  # written at once, or with the rest of its burst
 
     async def _keep_alive(self, spec: RunSpec, state: _RunState, task: asyncio.Task[None]) -> None:
         warned = False
