@@ -1,6 +1,6 @@
-import AxeBuilder from "@axe-core/playwright";
 import { expect, test, type Page } from "@playwright/test";
 import { readFileSync } from "node:fs";
+import { seriousViolations } from "./axe";
 import { DESKTOP, PHONE, ask, contrast, lastAnswer, openApp, serveWithFakeGateway, shot } from "./fakeStack";
 
 /**
@@ -16,13 +16,6 @@ const VIEWPORTS = [
   { name: "desktop", size: DESKTOP },
   { name: "phone", size: PHONE },
 ];
-
-async function seriousViolations(page: Page): Promise<string[]> {
-  const results = await new AxeBuilder({ page }).withTags(["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]).analyze();
-  return results.violations
-    .filter((v) => v.impact === "serious" || v.impact === "critical")
-    .map((v) => `${v.id} (${v.impact}): ${v.help} -> ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
-}
 
 async function sidebar(page: Page) {
   const nav = page.getByRole("navigation", { name: "Conversations" });

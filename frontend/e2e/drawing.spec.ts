@@ -1,5 +1,5 @@
-import AxeBuilder from "@axe-core/playwright";
 import { expect, test, type Page } from "@playwright/test";
+import { seriousViolations } from "./axe";
 import { DESKTOP, PHONE, ask, lastAnswer, openApp, serveWithFakeGateway, shot } from "./fakeStack";
 
 /**
@@ -14,13 +14,6 @@ const VIEWPORTS = [
   { name: "desktop", size: DESKTOP },
   { name: "phone", size: PHONE },
 ];
-
-async function seriousViolations(page: Page): Promise<string[]> {
-  const results = await new AxeBuilder({ page }).withTags(["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]).analyze();
-  return results.violations
-    .filter((v) => v.impact === "serious" || v.impact === "critical")
-    .map((v) => `${v.id} (${v.impact}): ${v.help} -> ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
-}
 
 /** A page position on the map, from fractions of the map's box (kept in the part no panel covers). */
 async function at(page: Page, fx: number, fy: number): Promise<{ x: number; y: number }> {
