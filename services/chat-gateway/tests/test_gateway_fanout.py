@@ -153,7 +153,6 @@ async def test_followers_carry_on_without_gap_or_repeat_when_the_readers_connect
                 await admin.client_kill_filter(_id=client["id"])
     written += [await hub.append(run_id, seq, "done" if seq == 10 else "content") for seq in range(6, 11)]
     assert await asyncio.wait_for(follower, 30) == written
-    assert hub.hub.restarts >= 1
 
 
 @pytest.mark.asyncio

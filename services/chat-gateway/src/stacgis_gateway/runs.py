@@ -9,18 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from stacgis_common.answer import fold_content
 from stacgis_common.auth import mint_internal_token
 
 from .config import GatewaySettings
-from .events import TERMINAL, as_int, check, make_event, normalise
+from .contract import InvalidEvent, RunSummary, event_json, parse_event, run_request
+from .events import TERMINAL, make_event
 from .eventwriter import EventWriter
 from .gate import ConcurrencyGate
 from .history_writes import HistoryWriter
@@ -48,11 +47,7 @@ class RunSpec:
 class _RunState:
     """What the gateway learns about a run while forwarding its events."""
 
-    started: bool = False  # run_started forwarded (the browser has its session id)
-    last_seq: int = 0
-    step: int = 0
-    content: list[str] = field(default_factory=list)
-    tool_calls: int = 0
+    summary: RunSummary = field(default_factory=RunSummary)
     terminal: tuple[str, dict[str, Any]] | None = None  # ("done" | "error", the whole event)
     stop_reason: str | None = None  # why the gateway itself stopped the run: "cancelled" or "shutdown"
     # Seq of the `session` event the gateway writes itself when the run failed before the orchestrator's.
@@ -63,38 +58,15 @@ class _RunState:
         """End the run with an error event of the gateway's own (unless it already has a final event)."""
         if self.terminal is not None:
             return
-        if not self.started:
+        if not self.summary.started:
             self.synthetic_start_seq = self.next_seq()
-        error = make_event(run_id, self.next_seq(), self.step, "error", {"code": code, "message": message})
+        error = make_event(run_id, self.next_seq(), self.summary.step, "error", {"code": code, "message": message})
+        self.summary.add(parse_event(error)[1])
         self.terminal = ("error", error)
 
     def next_seq(self) -> int:
-        self.last_seq += 1
-        return self.last_seq
-
-
-def run_request(spec: RunSpec, model_history: list[ChatMessage]) -> dict[str, Any]:
-    """The proto3 JSON of stacgis.v1.RunRequest."""
-    body: dict[str, Any] = {
-        "runId": spec.run_id,
-        "sessionId": spec.session.id,
-        "message": spec.message,
-        "history": [message.to_proto_json() for message in model_history],
-    }
-    if spec.spatial_context:
-        context: dict[str, Any] = {}
-        center = spec.spatial_context.get("map_center")
-        if center is not None:
-            context["mapCenter"] = {"lat": center["lat"], "lon": center["lon"]}
-        if spec.spatial_context.get("zoom") is not None:
-            context["zoom"] = spec.spatial_context["zoom"]
-        if spec.spatial_context.get("selected_feature") is not None:
-            context["selectedFeature"] = spec.spatial_context["selected_feature"]
-        if spec.spatial_context.get("drawn_geometry") is not None:
-            context["drawnGeometry"] = spec.spatial_context["drawn_geometry"]
-        if context:
-            body["spatialContext"] = context
-    return body
+        self.summary.last_seq += 1
+        return self.summary.last_seq
 
 
 class RunManager:
@@ -153,7 +125,9 @@ class RunManager:
                 self._settings.internal_token_ttl_seconds,
                 self._settings.internal_token_audience,
             )
-            request = run_request(spec, spec.session.history)
+            request = run_request(
+                spec.run_id, spec.session.id, spec.message, spec.session.history, spec.spatial_context
+            )
             async with contextlib.aclosing(self._orchestrator.stream_run(request, token)) as events:
                 async for event in events:
                     await self._forward(spec, state, event)
@@ -187,34 +161,27 @@ class RunManager:
                 keeper.cancel()
 
     async def _forward(self, spec: RunSpec, state: _RunState, event: dict[str, Any]) -> None:
-        parsed = normalise(event)
-        if parsed is None:
-            log.warning("skipping an event with no known payload", extra={"run_id": spec.run_id, "keys": sorted(event)})
-            return
-        name, payload = parsed
-        problem = check(event)
-        if problem is not None:
+        try:
+            name, message = parse_event(event)  # the one parse of this event
+        except InvalidEvent as error:
             INVALID_EVENTS.inc()
-            log.warning("skipping an event that is not an AgentEvent", extra={"run_id": spec.run_id, "error": problem})
+            log.warning(
+                "skipping an event that is not an AgentEvent", extra={"run_id": spec.run_id, "error": str(error)}
+            )
             return
-        event["runId"] = spec.run_id
-        state.last_seq = max(state.last_seq, as_int(event.get("seq")))
-        state.step = as_int(event.get("step")) or state.step
+        message.run_id = spec.run_id
         if name == "session":
-            payload["sessionId"] = spec.session.id
-            state.started = True
-        elif name == "content":
-            fold_content(state.content, payload)
-        elif name == "tool_start":
-            state.tool_calls += 1
-        elif name == "approval_required" and payload.get("approvalId"):
-            await self._runs.remember_approval(str(payload["approvalId"]), spec.run_id, spec.user_id)
+            message.run_started.session_id = spec.session.id
+        elif name == "approval_required" and message.approval_required.approval_id:
+            await self._runs.remember_approval(message.approval_required.approval_id, spec.run_id, spec.user_id)
+        state.summary.add(message)
+        data = event_json(message)
         if name in TERMINAL:
             # Written by _finish, after the run's messages are stored and its slot released.
-            state.terminal = (name, event)
+            state.terminal = (name, data)
             return
         assert state.writer is not None
-        state.writer.add(name, event)  # written at once, or with the rest of its burst
+        state.writer.add(name, data)  # written at once, or with the rest of its burst
 
     async def _keep_alive(self, spec: RunSpec, state: _RunState, task: asyncio.Task[None]) -> None:
         warned = False
@@ -242,39 +209,13 @@ class RunManager:
         run_id = spec.run_id
         assert state.terminal is not None
         name, event = state.terminal
-        payload = event[name]
-        messages = [ChatMessage(role="user", content=spec.message)]
-        if name == "done":
-            finish_reason = str(payload.get("finishReason") or payload.get("finish_reason") or "completed")
-            outcome = "cancelled" if finish_reason == "cancelled" else "done"
-            error_code = None
-            messages += _answer_messages(payload, run_id)
-            usage = payload.get("usage") or {}
-            input_tokens = as_int(usage.get("inputTokens", usage.get("input_tokens")))
-            output_tokens = as_int(usage.get("outputTokens", usage.get("output_tokens")))
-            tool_calls = as_int(payload.get("toolCalls", payload.get("tool_calls"))) or state.tool_calls
-            steps = as_int(payload.get("steps")) or state.step
-        else:
-            error_code = str(payload.get("code") or "internal")
-            outcome = "cancelled" if error_code == "cancelled" else "error"
-            finish_reason = None
-            partial = "".join(state.content)
-            if partial:
-                messages.append(ChatMessage(role="assistant", content=partial))
-            input_tokens = output_tokens = 0
-            tool_calls, steps = state.tool_calls, state.step
+        messages = [ChatMessage(role="user", content=spec.message), *state.summary.answer_messages(run_id)]
         record = RunRecord(
             run_id=run_id,
             user_id=spec.user_id,
             session_id=spec.session.id,
-            outcome=outcome,
-            finish_reason=finish_reason,
-            error_code=error_code,
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-            tool_calls=tool_calls,
-            steps=steps,
             started_at=spec.started_at,
+            **state.summary.record_fields(),
         )
         # Each step on its own: a failing store must not keep the slot or hide the final event.
         # Retried while Postgres is down, then parked in Redis: a run the browser sees end is never lost.
@@ -299,8 +240,8 @@ class RunManager:
                 await self._runs.append(run_id, "session", started)
             await self._runs.append(run_id, name, event)
         with _logged("mark run finished", run_id):
-            await self._runs.finish(run_id, outcome)
-        RUNS_FINISHED.labels(outcome).inc()
+            await self._runs.finish(run_id, record.outcome)
+        RUNS_FINISHED.labels(record.outcome).inc()
 
     # Runs whose replica died.
 
@@ -311,63 +252,32 @@ class RunManager:
         entries = await self._runs.all_entries(meta.run_id)
         if any(entry.event in TERMINAL for entry in entries):
             return
-        partial: list[str] = []
-        last_seq = step = tool_calls = 0
+        summary = RunSummary()
         for entry in entries:
-            data = json.loads(entry.data)
-            last_seq = max(last_seq, as_int(data.get("seq")))
-            step = as_int(data.get("step")) or step
-            if entry.event == "content":
-                fold_content(partial, data.get("content") or {})
-            elif entry.event == "tool_start":
-                tool_calls += 1
-        messages = [ChatMessage(role="user", content=meta.message)]
-        if partial:
-            messages.append(ChatMessage(role="assistant", content="".join(partial)))
+            summary.add_json(entry.data)
+        messages = [ChatMessage(role="user", content=meta.message), *summary.answer_messages(meta.run_id)]
+        error = make_event(
+            meta.run_id,
+            summary.last_seq + 1,
+            summary.step,
+            "error",
+            {"code": "run_lost", "message": "the gateway replica running this run stopped; the run has ended"},
+        )
+        summary.add(parse_event(error)[1])
         record = RunRecord(
             run_id=meta.run_id,
             user_id=meta.user_id,
             session_id=meta.session_id,
-            outcome="error",
-            finish_reason=None,
-            error_code="run_lost",
-            input_tokens=0,
-            output_tokens=0,
-            tool_calls=tool_calls,
-            steps=step,
             started_at=datetime.fromtimestamp(meta.started_at or time.time(), UTC),
+            **summary.record_fields(),
         )
         await self._history.write(record, messages)
         with _logged("release session lock", meta.run_id):
             await self._sessions.unlock_run(meta.session_id, meta.run_id)
         with _logged("release gate slot", meta.run_id):
             await self._gate.release(meta.run_id, meta.user_id)
-        error = make_event(
-            meta.run_id,
-            last_seq + 1,
-            step,
-            "error",
-            {"code": "run_lost", "message": "the gateway replica running this run stopped; the run has ended"},
-        )
         await self._runs.append(meta.run_id, "error", error)
         await self._runs.finish(meta.run_id, "error")
-
-
-def _answer_messages(done: dict[str, Any], run_id: str) -> list[ChatMessage]:
-    new_messages = done.get("newMessages", done.get("new_messages")) or []
-    try:
-        parsed = [ChatMessage.from_proto_json(item) for item in new_messages]
-    except (ValueError, AttributeError, TypeError):
-        log.warning("done event has malformed newMessages; storing its content only", extra={"run_id": run_id})
-        parsed = []
-    if not parsed:
-        content = str(done.get("content") or "")
-        parsed = [ChatMessage(role="assistant", content=content)] if content else []
-    grounding = done.get("grounding")
-    answers = [m for m in parsed if m.role == "assistant" and m.content and not m.tool_calls]
-    if isinstance(grounding, dict) and answers:
-        answers[-1].grounding = grounding
-    return parsed
 
 
 @contextlib.contextmanager

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 import uuid
@@ -12,10 +11,8 @@ from typing import Any
 from fastapi import APIRouter
 from sse_starlette import EventSourceResponse
 
-from stacgis_common.answer import fold_content
-
+from ..contract import RunSummary
 from ..deps import Gateway, GatewayDep, UserId
-from ..events import as_int
 from ..fanout import UNREADABLE
 from ..metrics import REJECTIONS
 from ..runs import RunSpec
@@ -165,49 +162,42 @@ async def chat_stream(body: ChatRequest, gateway: GatewayDep, user_id: UserId) -
 )
 async def chat(body: ChatRequest, gateway: GatewayDep, user_id: UserId) -> ChatAnswer:
     spec = await admit_run(gateway, user_id, body)
-    partial: list[str] = []
+    summary = RunSummary()
     closed: str | None = None
-    final: tuple[str, dict[str, Any]] | None = None
     try:
         async with asyncio.timeout(gateway.settings.sync_timeout_seconds):
             async for delivery in follow_entries(gateway.hub, spec.run_id, "0-0"):
                 for entry in delivery.entries:
-                    if entry.event == "content":
-                        fold_content(partial, json.loads(entry.data)["content"])
-                    elif entry.event in ("done", "error"):
-                        final = (entry.event, json.loads(entry.data))
+                    summary.add_json(entry.data)
                 closed = delivery.closed
     except TimeoutError:
         raise ApiProblem(504, {"detail": "no answer in time; the run goes on", "run_id": spec.run_id}) from None
-    if final is None or final[0] == "error":
-        if final is not None:
-            error = final[1]["error"]
+    if summary.done is None:
+        if summary.error is not None:
+            code, message = summary.error.code or "internal", summary.error.message or "the run failed"
         elif closed == UNREADABLE:
-            error = {"code": "stream_unavailable", "message": "the run's events cannot be read (Redis unavailable)"}
+            code, message = "stream_unavailable", "the run's events cannot be read (Redis unavailable)"
         else:
-            error = {"code": "run_lost", "message": "the run's events expired"}
+            code, message = "run_lost", "the run's events expired"
         raise ApiProblem(
             502,
             {
-                "detail": str(error.get("message") or "the run failed"),
-                "code": str(error.get("code") or "internal"),
+                "detail": message,
+                "code": code,
                 "run_id": spec.run_id,
                 "session_id": spec.session.id,
-                "partial_content": "".join(partial),
+                "partial_content": summary.partial,
             },
         )
-    done = final[1]["done"]
-    usage = done.get("usage") or {}
+    done = summary.done
     return ChatAnswer(
         session_id=spec.session.id,
         run_id=spec.run_id,
-        content=str(done.get("content") or "".join(partial)),
-        finish_reason=str(done.get("finishReason") or "completed"),
-        usage=TokenUsage(
-            input_tokens=as_int(usage.get("inputTokens")), output_tokens=as_int(usage.get("outputTokens"))
-        ),
-        steps=as_int(done.get("steps")),
-        tool_calls=as_int(done.get("toolCalls")),
+        content=done.content or summary.partial,
+        finish_reason=done.finish_reason or "completed",
+        usage=TokenUsage(input_tokens=done.usage.input_tokens, output_tokens=done.usage.output_tokens),
+        steps=done.steps,
+        tool_calls=done.tool_calls,
     )
 
 
