@@ -120,6 +120,8 @@ export class FakeGateway {
   private readonly waiting = new Map<string, (approved: boolean) => void>();
   private readonly cancels = new Map<string, () => void>();
   private releases: (() => void)[] = [];
+  /** Every run's SSE frames, and the readers following it (GET /chat/runs/{id}/events). */
+  private readonly runs = new Map<string, { frames: { id: string; text: string }[]; readers: Set<ServerResponse>; over: boolean }>();
   private server: Server | null = null;
   url = "";
 
@@ -187,6 +189,22 @@ export class FakeGateway {
       answer(approved);
       return json(res, 200, { approval_id: id, approved });
     }
+    const events = /^\/api\/v1\/chat\/runs\/([^/]+)\/events$/.exec(path);
+    if (method === "GET" && events) {
+      const run = this.runs.get(decodeURIComponent(events[1]));
+      if (!run) return json(res, 404, { detail: "run not found" });
+      // As the gateway: the frames after Last-Event-ID (all without it), then the new ones until the end.
+      const after = req.headers["last-event-id"];
+      const from = typeof after === "string" ? run.frames.findIndex((f) => f.id === after) + 1 : 0;
+      res.writeHead(200, { "Content-Type": "text/event-stream", "Cache-Control": "no-cache" });
+      run.frames.slice(from).forEach((f) => res.write(f.text));
+      if (run.over) res.end();
+      else {
+        run.readers.add(res);
+        res.on("close", () => run.readers.delete(res));
+      }
+      return;
+    }
     const cancel = /^\/api\/v1\/chat\/runs\/([^/]+)\/cancel$/.exec(path);
     if (method === "POST" && cancel) {
       const stop = this.cancels.get(decodeURIComponent(cancel[1]));
@@ -231,12 +249,19 @@ export class FakeGateway {
     });
 
     res.writeHead(200, { "Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Run-Id": runId });
+    const run = { frames: [] as { id: string; text: string }[], readers: new Set<ServerResponse>([res]), over: false };
+    this.runs.set(runId, run);
+    // The run goes on when its page goes away (a reload): only the reader is dropped.
+    res.on("close", () => run.readers.delete(res));
     let seq = 0;
     const send = async (payload: Payload): Promise<void> => {
       seq += 1;
       const event = create(AgentEventSchema, { runId, seq: BigInt(seq), step: 1, payload });
       const name = payload.case ? SSE_EVENT_NAMES[payload.case] : "message";
-      res.write(`id: ${Date.now()}-${seq}\nevent: ${name}\ndata: ${JSON.stringify(toJson(AgentEventSchema, event))}\n\n`);
+      const id = `${Date.now()}-${seq}`;
+      const text = `id: ${id}\nevent: ${name}\ndata: ${JSON.stringify(toJson(AgentEventSchema, event))}\n\n`;
+      run.frames.push({ id, text });
+      run.readers.forEach((reader) => reader.write(text));
       await new Promise((resolve) => setTimeout(resolve, 15));
     };
     /** Waits for `ready` to be called, or for the user to cancel the run. */
@@ -322,7 +347,8 @@ export class FakeGateway {
       },
     });
     this.cancels.delete(runId);
-    res.end();
+    run.over = true;
+    run.readers.forEach((reader) => reader.end());
 
     session.messages.push({ role: "user", content: body.message, created_at: now });
     if (calls.length > 0) {

@@ -3,7 +3,7 @@ import { chatReducer } from "../state/chatReducer";
 import { initialChatState, type ChatState } from "../state/chatTypes";
 import { frame } from "../test/events";
 import type { AgentEvent } from "./agentEvents";
-import { DRAIN_GRACE_MS, streamChat, type ChatRequest } from "./chatStream";
+import { DRAIN_GRACE_MS, followRun, streamChat, type ChatRequest } from "./chatStream";
 import { ActiveRunError, GatewayUnreachableError, HttpError, QueueFullError, StreamLostError } from "./errors";
 
 const REQUEST: ChatRequest = {
@@ -279,5 +279,23 @@ describe("streamChat", () => {
     abort.abort();
     await expect(run).resolves.toBe("aborted");
     expect(fn).toHaveBeenCalledTimes(1);
+  });
+});
+
+describe("followRun", () => {
+  it("reads a run from its first event and resumes after a drop", async () => {
+    const { fn, calls } = fakeFetch([sseResponse(FRAMES.slice(0, 3), "close"), sseResponse(FRAMES.slice(3))]);
+    const events: AgentEvent[] = [];
+    const outcome = await followRun(RUN, { onEvent: (e) => events.push(e) }, { fetch: fn, resumeDelayMs: () => 0 });
+    expect(outcome).toBe("finished");
+    expect(events.map((e) => Number(e.seq))).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    expect(calls.map((c) => c.url)).toEqual([`/api/v1/chat/runs/${RUN}/events`, `/api/v1/chat/runs/${RUN}/events`]);
+    expect(new Headers(calls[0].init.headers).get("Last-Event-ID")).toBeNull();
+    expect(new Headers(calls[1].init.headers).get("Last-Event-ID")).toBe("3-0");
+  });
+
+  it("says so when the gateway no longer has the run", async () => {
+    const { fn } = fakeFetch([jsonResponse(404, { detail: "run not found" })]);
+    await expect(followRun(RUN, { onEvent: () => undefined }, { fetch: fn })).rejects.toBeInstanceOf(StreamLostError);
   });
 });

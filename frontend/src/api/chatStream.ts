@@ -169,8 +169,6 @@ export async function streamChat(
 ): Promise<StreamOutcome> {
   const fetchFn = options.fetch ?? defaultFetch;
   const { signal } = options;
-  const maxAttempts = options.maxResumeAttempts ?? 6;
-  const delay = options.resumeDelayMs ?? ((n: number) => Math.min(500 * 2 ** (n - 1), 8000));
   const idleTimeoutMs = options.idleTimeoutMs ?? 45_000;
   const cursor: Cursor = { runId: null, lastEventId: null, finished: false, received: 0 };
 
@@ -197,6 +195,27 @@ export async function streamChat(
     throw err;
   }
 
+  return keepFollowing(cursor, handlers, fetchFn, options);
+}
+
+/** GET /chat/runs/{id}/events from after `cursor.lastEventId` (from the start without one). */
+function runEvents(fetchFn: FetchFn, cursor: Cursor, signal?: AbortSignal): Promise<Response> {
+  const headers: Record<string, string> = { Accept: "text/event-stream" };
+  if (cursor.lastEventId !== null) headers["Last-Event-ID"] = cursor.lastEventId;
+  return fetchFn(`${API_BASE}/chat/runs/${encodeURIComponent(cursor.runId ?? "")}/events`, {
+    method: "GET",
+    credentials: "same-origin",
+    headers,
+    signal,
+  });
+}
+
+/** Resumes a dropped stream until the run's final event, with back-off. */
+async function keepFollowing(cursor: Cursor, handlers: StreamHandlers, fetchFn: FetchFn, options: StreamOptions): Promise<StreamOutcome> {
+  const { signal } = options;
+  const maxAttempts = options.maxResumeAttempts ?? 6;
+  const delay = options.resumeDelayMs ?? ((n: number) => Math.min(500 * 2 ** (n - 1), 8000));
+  const idleTimeoutMs = options.idleTimeoutMs ?? 45_000;
   let attempt = 0;
   while (!cursor.finished) {
     if (signal?.aborted) return "aborted";
@@ -209,16 +228,9 @@ export async function streamChat(
     } catch {
       return "aborted";
     }
-    const headers: Record<string, string> = { Accept: "text/event-stream" };
-    if (cursor.lastEventId !== null) headers["Last-Event-ID"] = cursor.lastEventId;
     let resumed: Response;
     try {
-      resumed = await fetchFn(`${API_BASE}/chat/runs/${encodeURIComponent(cursor.runId)}/events`, {
-        method: "GET",
-        credentials: "same-origin",
-        headers,
-        signal,
-      });
+      resumed = await runEvents(fetchFn, cursor, signal);
     } catch (err) {
       if (isAbort(err, signal)) return "aborted";
       continue; // still offline: try again
@@ -239,4 +251,31 @@ export async function streamChat(
     if (cursor.received > receivedBefore) attempt = 0;
   }
   return "finished";
+}
+
+/**
+ * Follows a run started elsewhere (before a reload, or in another tab) from its first event:
+ * GET /chat/runs/{id}/events, then resumes like a stream of our own. StreamLostError when the
+ * gateway no longer has the run's events.
+ */
+export async function followRun(runId: string, handlers: StreamHandlers, options: StreamOptions = {}): Promise<StreamOutcome> {
+  const fetchFn = options.fetch ?? defaultFetch;
+  const { signal } = options;
+  const cursor: Cursor = { runId, lastEventId: null, finished: false, received: 0 };
+  let resp: Response;
+  try {
+    resp = await runEvents(fetchFn, cursor, signal);
+  } catch (err) {
+    if (isAbort(err, signal)) return "aborted";
+    throw new GatewayUnreachableError();
+  }
+  if (resp.status === 404 || resp.status === 410) throw new StreamLostError("The run's events are no longer available");
+  if (!resp.ok || !resp.body) throw await errorFromResponse(resp);
+  try {
+    await consume(resp.body, cursor, handlers, options.idleTimeoutMs ?? 45_000, signal);
+  } catch (err) {
+    if (isAbort(err, signal)) return "aborted";
+    throw err;
+  }
+  return keepFollowing(cursor, handlers, fetchFn, options);
 }

@@ -1,5 +1,6 @@
 import { ApiClient } from "../api/client";
-import { streamChat } from "../api/chatStream";
+import type { AgentEvent } from "../api/agentEvents";
+import { followRun, streamChat } from "../api/chatStream";
 import {
   ActiveRunError,
   GatewayUnreachableError,
@@ -13,6 +14,7 @@ import { runFrontendTool } from "../map/frontendTools";
 import { isRunActive } from "./chatReducer";
 import { useChatStore } from "./chatStore";
 import { messagesFromHistory } from "./history";
+import { ACTIVE_RUN_KEY, readStorage, writeStorage } from "./storage";
 import { spatialContext, useUiStore } from "./uiStore";
 
 /** Ties the gateway API, the chat state, the map and speech together. */
@@ -134,6 +136,94 @@ export async function restoreSession(): Promise<void> {
   if (id) await loadSession(id);
 }
 
+interface ActiveRun {
+  runId: string;
+  sessionId: string;
+  question: string;
+}
+
+function readActiveRun(): ActiveRun | null {
+  try {
+    const value: unknown = JSON.parse(readStorage(ACTIVE_RUN_KEY) ?? "null");
+    if (!value || typeof value !== "object") return null;
+    const { runId, sessionId, question } = value as Record<string, unknown>;
+    return typeof runId === "string" && typeof sessionId === "string" && typeof question === "string" ? { runId, sessionId, question } : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Folds a run's event into the chat and carries out its map commands. */
+function onRunEvent(event: AgentEvent, eventId: string | null, question: string): void {
+  const before = chat();
+  dispatch({ type: "event", event, eventId });
+  if (chat() === before) return; // a replayed event: already handled
+  if (event.payload.case === "runStarted") {
+    // Remembered until the run ends, so a reload follows it again.
+    const active: ActiveRun = { runId: event.runId, sessionId: event.payload.value.sessionId, question };
+    writeStorage(ACTIVE_RUN_KEY, JSON.stringify(active));
+  }
+  if (event.payload.case === "frontendTool") {
+    const { name, arguments: args } = event.payload.value;
+    void runFrontendTool(name, args).then(
+      (result) => {
+        if (!result.ok) dispatch({ type: "notice", kind: "error", text: result.message });
+      },
+      (err: unknown) => dispatch({ type: "notice", kind: "error", text: `Map command failed: ${describe(err)}` }),
+    );
+  }
+}
+
+/** Forgets the remembered run once it is over (or no longer followed). */
+function forgetActiveRun(runId: string | null): void {
+  const active = readActiveRun();
+  if (active && (runId === null || active.runId === runId)) writeStorage(ACTIVE_RUN_KEY, null);
+}
+
+/**
+ * After a reload: follows the run this tab started before, if it belongs to the conversation
+ * shown, from its first event (GET /chat/runs/{id}/events), pending approval included. A run whose
+ * answer the history already holds is over and is left alone.
+ */
+export async function resumeActiveRun(): Promise<void> {
+  const active = readActiveRun();
+  if (!active) return;
+  const state = chat();
+  if (state.sessionId !== active.sessionId || isRunActive(state)) {
+    forgetActiveRun(active.runId);
+    return;
+  }
+  const lastQuestion = state.messages.map((m) => m.role).lastIndexOf("user");
+  const asked = lastQuestion >= 0 && state.messages[lastQuestion].content === active.question;
+  if (asked && state.messages.slice(lastQuestion + 1).some((m) => m.role === "assistant" && m.content)) {
+    forgetActiveRun(active.runId);
+    return;
+  }
+  const abort = new AbortController();
+  detachRun();
+  runAbort = abort;
+  dispatch({ type: "reattach", userId: newId("u"), assistantId: newId("a"), question: asked ? null : active.question, runId: active.runId });
+  try {
+    const outcome = await followRun(
+      active.runId,
+      {
+        onEvent: (event, eventId) => onRunEvent(event, eventId, active.question),
+        onResuming: (attempt) => dispatch({ type: "resuming", attempt }),
+        onResumed: () => dispatch({ type: "resumed" }),
+      },
+      { signal: abort.signal },
+    );
+    if (outcome === "aborted" && runAbort === abort) dispatch({ type: "cancelled_locally" });
+    if (outcome === "finished") forgetActiveRun(active.runId);
+  } catch (err) {
+    forgetActiveRun(active.runId);
+    if (runAbort === abort) dispatch({ type: "run_failed", reason: "stream_lost", message: `The answer in progress could not be followed again: ${describe(err)}` });
+  } finally {
+    if (runAbort === abort) runAbort = null;
+  }
+  void refreshSessions();
+}
+
 export async function sendMessage(text: string): Promise<void> {
   const message = text.trim();
   if (!message || isRunActive(chat())) return;
@@ -149,20 +239,7 @@ export async function sendMessage(text: string): Promise<void> {
         streamChat(
           request,
           {
-            onEvent(event, eventId) {
-              const before = chat();
-              dispatch({ type: "event", event, eventId });
-              if (chat() === before) return; // a replayed event: already handled
-              if (event.payload.case === "frontendTool") {
-                const { name, arguments: args } = event.payload.value;
-                void runFrontendTool(name, args).then(
-                  (result) => {
-                    if (!result.ok) dispatch({ type: "notice", kind: "error", text: result.message });
-                  },
-                  (err: unknown) => dispatch({ type: "notice", kind: "error", text: `Map command failed: ${describe(err)}` }),
-                );
-              }
-            },
+            onEvent: (event, eventId) => onRunEvent(event, eventId, message),
             onResuming: (attempt) => dispatch({ type: "resuming", attempt }),
             onResumed: () => dispatch({ type: "resumed" }),
           },
@@ -204,6 +281,9 @@ export async function sendMessage(text: string): Promise<void> {
       runAbort = null;
       clearTimeout(cancelTimer);
     }
+    // A run is remembered until it is over; one never started leaves nothing to follow.
+    const run = chat().run;
+    if (!run?.runId || run.phase === "finished") forgetActiveRun(run?.runId ?? null);
   }
 
   const state = chat();
@@ -253,9 +333,20 @@ export async function answerApproval(approvalId: string, approved: boolean, reas
   }
 }
 
-/** First load: gateway check, remembered conversation, the conversation list. */
-export async function initialise(): Promise<void> {
-  const reachable = await loadInfo();
-  if (!reachable) return;
-  await Promise.all([restoreSession(), refreshSessions()]);
+let initialising: Promise<void> | null = null;
+
+/**
+ * First load: gateway check, remembered conversation, the conversation list, and the run this
+ * tab was following. A call while one is under way joins it (React's development mode mounts twice).
+ */
+export function initialise(): Promise<void> {
+  initialising ??= (async () => {
+    const reachable = await loadInfo();
+    if (!reachable) return;
+    await Promise.all([restoreSession(), refreshSessions()]);
+    void resumeActiveRun();
+  })().finally(() => {
+    initialising = null;
+  });
+  return initialising;
 }

@@ -8,6 +8,8 @@ export type RunFailure = "unreachable" | "busy" | "http" | "stream_lost" | "queu
 
 export type ChatAction =
   | { type: "send"; userId: string; assistantId: string; text: string; createdAt: string }
+  /** Following again a run started before a reload; `question` is added unless the history has it. */
+  | { type: "reattach"; userId: string; assistantId: string; question: string | null; runId: string }
   | { type: "event"; event: AgentEvent; eventId: string | null }
   | { type: "queued"; capacity: Capacity }
   | { type: "queue_poll"; capacity: Capacity }
@@ -384,6 +386,32 @@ export function chatReducer(state: ChatState, action: ChatAction): ChatState {
         approval: null,
         notice: null,
       };
+    case "reattach": {
+      const now = Date.now();
+      const question: UiMessage[] = action.question
+        ? [{ id: action.userId, role: "user", content: action.question, status: "complete", activities: [], charts: [] }]
+        : [];
+      return {
+        ...state,
+        messages: [
+          ...state.messages,
+          ...question,
+          { id: action.assistantId, role: "assistant", content: "", status: "streaming", activities: [], charts: [] },
+        ],
+        run: {
+          runId: action.runId,
+          assistantId: action.assistantId,
+          phase: "resuming",
+          lastSeq: 0,
+          seenIds: [],
+          lastEventId: null,
+          startedAt: now,
+          activity: { kind: "model", since: now },
+        },
+        approval: null,
+        notice: null,
+      };
+    }
     case "event":
       return applyEvent(state, action.event, action.eventId);
     case "queued":

@@ -52,3 +52,19 @@ describe("run status", () => {
     expect(formatElapsed(125_000)).toBe("2 min 05 s");
   });
 });
+
+describe("following a run again after a reload", () => {
+  it("adds the question unless the history has it, and folds the run's events from the first", () => {
+    const history: ChatState = { ...initialChatState, sessionId: "s" };
+    const s = chatReducer(history, { type: "reattach", userId: "u", assistantId: "a", question: "Mean elevation?", runId: "r" });
+    expect(s.messages.map((m) => [m.role, m.content, m.status])).toEqual([
+      ["user", "Mean elevation?", "complete"],
+      ["assistant", "", "streaming"],
+    ]);
+    expect(label(s)).toBe("Reconnecting to the answer");
+    const next = chatReducer(s, { type: "event", event: ev("r", 1, 1, { runStarted: { sessionId: "s", model: "m" } }), eventId: "1-0" });
+    expect(label(next)).toBe("Waiting for the model");
+    const asked = chatReducer(history, { type: "reattach", userId: "u", assistantId: "a", question: null, runId: "r" });
+    expect(asked.messages.map((m) => m.role)).toEqual(["assistant"]);
+  });
+});

@@ -18,3 +18,5 @@ export function writeStorage(key: string, value: string | null): void {
 }
 
 export const SESSION_KEY = "stacgis.sessionId";
+/** The run this tab follows ({runId, sessionId, question}), so a reload can follow it again. */
+export const ACTIVE_RUN_KEY = "stacgis.activeRun";
