@@ -38,6 +38,7 @@ from stacgis_orchestrator.prompts import (
     FAILED_CALL,
     FORCE_ANSWER,
     FORCE_ANSWER_AGAIN,
+    NO_DATA_ANSWER,
     PLACE_BY_LOOKUP,
     PLACE_BY_NAME,
     SUMMARY_HEADER,
@@ -788,3 +789,40 @@ async def test_a_model_caught_repeating_itself_is_stopped_and_the_answer_keeps_o
     assert done.finish_reason == "completed"
     (request,) = await model_requests(model_url, contains="border cells looping")
     assert request["outcome"] == "client_disconnected", "the model's stream was closed, not read to the end"
+
+
+@pytest.mark.asyncio
+async def test_numbers_written_when_no_call_returned_anything_are_replaced_by_saying_so(orch, model_url) -> None:
+    # Every call failed and the model, told once its number had no source, guessed again.
+    message = unique("guess after errors")
+    bad = {"name": "query_raster_point", "arguments": {"collection_id": "no-such-dem", "lon": 6.1, "lat": 49.6}}
+    await set_rules(
+        model_url,
+        {"name": "again", "match": {"last_user": UNGROUNDED_MARK}, "content": "It is about 412 m."},
+        {"name": "bad", "match": {"last_user": "guess after errors", "step": 0}, "tool_calls": [bad]},
+        {"name": "guess", "match": {"last_user": "guess after errors", "step": 1}, "content": "It is 350 m."},
+    )
+    events = await run_events(orch.url, {"message": message})
+    done = terminal(events).proto.done
+    assert [e.payload["kind"] for e in events if e.name == "tool_error"]
+    assert done.content == NO_DATA_ANSWER, [(e.name, e.payload) for e in events]
+    assert done.grounding.unsupported_count == 0 and "412" not in done.content
+
+
+@pytest.mark.asyncio
+async def test_a_point_query_over_a_box_the_user_typed_runs_as_the_box_statistics(orch, model_url) -> None:
+    message = unique("What is the highest elevation anywhere in the box 5.8, 49.5, 6.4, 50.1")
+    sent = {"collection_id": "lux-dem", "bbox": [5.8, 49.5, 6.4, 50.1], "place": "box"}
+    await call_then_answer(
+        model_url,
+        "highest elevation anywhere in the box",
+        [{"name": "query_raster_point", "arguments": sent}],
+        "The highest elevation there is {{tool:get_raster_statistics:max}} m.",
+    )
+    events = await run_events(orch.url, {"message": message})
+    start = payload_of(events, "tool_start")
+    assert start["toolName"] == "get_raster_statistics"
+    assert start["arguments"]["bbox"] == [5.8, 49.5, 6.4, 50.1] and "place" not in start["arguments"]
+    highest = json.loads(payload_of(events, "tool_result")["result"])["max"]
+    done = terminal(events).proto.done
+    assert done.content == f"The highest elevation there is {highest} m." and done.grounding.unsupported_count == 0

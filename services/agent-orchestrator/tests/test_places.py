@@ -559,3 +559,40 @@ async def test_an_answer_that_does_not_name_the_class_at_the_point_is_withdrawn(
     thinking = " ".join(e.payload["text"] for e in events if e.name == "thinking")
     assert f"Draft withdrawn: the data gives the class {truth}" in thinking, [(e.name, e.payload) for e in events]
     assert terminal(events).proto.done.content == f"It is {truth}."
+
+
+@pytest.mark.asyncio
+async def test_an_answer_that_describes_a_call_instead_of_making_it_is_withdrawn_and_the_call_made(
+    places_orch: RunningService, placed_raster: RunningService, model_url: str
+) -> None:
+    point = {"collection_id": "global-land-mask", "lon": 0, "lat": 0}
+    error, direct = await call_tool(placed_raster.url, "query_raster_point", point)
+    assert not error, direct
+    truth = direct["class_at_point"]
+    tag = "Which class does the land mask give at longitude 0, latitude 0"
+    correction = "Do not tell me which tool to use"
+    await set_rules(
+        model_url,
+        {
+            "name": "answer",
+            "match": {"last_user": correction, "step": 1},
+            "content": "It is {{tool:query_raster_point:class_at_point}}.",
+        },
+        {
+            "name": "call",
+            "match": {"last_user": correction, "step": 0},
+            "tool_calls": [{"name": "query_raster_point", "arguments": point}],
+        },
+        {
+            "name": "describe",
+            "match": {"last_user": tag},
+            "content": "You can use the `query_raster_point` function with the collection id global-land-mask.",
+        },
+    )
+    events = await run_events(places_orch.url, {"message": unique(tag + "?")}, timeout=120)
+    thinking = " ".join(e.payload["text"] for e in events if e.name == "thinking")
+    assert "Draft withdrawn: the answer describes a call to query_raster_point" in thinking, [
+        (e.name, e.payload) for e in events
+    ]
+    assert [e.payload["toolName"] for e in events if e.name == "tool_start"] == ["query_raster_point"]
+    assert terminal(events).proto.done.content == f"It is {truth}."

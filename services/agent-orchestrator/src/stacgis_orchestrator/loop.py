@@ -25,10 +25,12 @@ from .memory import ConversationMemory, consistent_history
 from .model_step import ModelStep
 from .premises import Catalog, Gap, catalogue_gaps
 from .prompts import (
+    DESCRIBED_CALL,
     FAILED_CALL,
     FORCE_ANSWER,
     FORCE_ANSWER_AGAIN,
     KNOWLEDGE_ANSWER,
+    NO_DATA_ANSWER,
     UNGROUNDED_DRAFT,
     UNSTATED_CLASS,
     results_summary,
@@ -233,6 +235,16 @@ class AgentRun:
                         # The advice names the one collection to use: make that call, as advised.
                         await self._run_calls(memory, "", [fix], offered)
                     continue
+                described = [] if forced or self.failure_retried else self._described_tools(visible, offered)
+                if described:
+                    # The model wrote what to call instead of calling it: once, it is told to make the call.
+                    self.failure_retried = True
+                    names = ", ".join(described)
+                    correction = DESCRIBED_CALL.format(tools=names, question=self.run.message)
+                    self._withdraw_draft(f"the answer describes a call to {names}", memory, visible, correction)
+                    continue
+                if (self.draft_withdrawn or final_step) and self._guessed(visible):
+                    visible = self.answer.replace(NO_DATA_ANSWER, "no tool result gave its numbers", whole=True)
                 if not visible.strip():
                     if self.found.tool_texts:
                         fallback = results_summary(
@@ -297,6 +309,28 @@ class AgentRun:
         lowered = draft.lower()
         return [] if any(c.lower() in lowered for c in classes) else classes
 
+    def _guessed(self, draft: str) -> bool:
+        """A draft with numbers when no tool result of this run or the conversation holds any, and no
+        memory of the user has them: every number in it is the model's guess (checked once the model
+        was told so, or on the last step; a concept question's answer is left alone)."""
+        if not self.settings.grounding_retry or is_concept_question(self.run.message):
+            return False
+        if self._grounding_sources() or not draft.strip():
+            return False
+        remembered = " ".join(self.found.memories)
+        return any(number not in remembered for number in self._invented_numbers(draft))
+
+    def _described_tools(self, draft: str, offered: list[ToolSpec]) -> list[str]:
+        """Offered tools the draft names that this run never called: an answer naming a tool it never
+        called describes the call instead of making it. A name a result quotes (a knowledge
+        passage about the tools) and a concept question's answer are left alone."""
+        if is_concept_question(self.run.message):
+            return []
+        results = self.found.tool_texts
+        called = self.found.called
+        named = [spec.name for spec in offered if spec.name not in called and _names(draft, spec.name)]
+        return [name for name in named if not any(_names(result.text, name) for result in results)]
+
     def _premise_gap(self, draft: str) -> Gap | None:
         """What the catalogue cannot answer of the question (`premises`), for a draft that does not
         already say so. Runs that asked for raster data (a call with a collection, even one that
@@ -331,11 +365,7 @@ class AgentRun:
         if len(failed) != 1:
             return None
         tried = failed[0].arguments["collection_id"]
-        named = {
-            cid
-            for cid in self.found.catalog.collections
-            if cid != tried and re.search(rf"(?<![\w-]){re.escape(cid)}(?![\w-])", advice)
-        }
+        named = {cid for cid in self.found.catalog.collections if cid != tried and _names(advice, cid)}
         if len(named) != 1:
             return None
         return ToolCall(new_call_id(), failed[0].name, {**failed[0].arguments, "collection_id": named.pop()})
@@ -382,6 +412,10 @@ class AgentRun:
         except Exception:
             log.warning("context resources unavailable", exc_info=True)
             return {}
+
+
+def _names(text: str, name: str) -> bool:
+    return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text) is not None
 
 
 def _with_note(content: str, note: str) -> str:

@@ -70,6 +70,18 @@ FAILED_CALL = (
     "call the tool again with it now. Only if it says the data does not cover my question, answer that "
     "plainly and name what is missing. My question was: {question}"
 )
+# Sent (as the user's words) when the answer tells the user which tool to call instead of calling it
+# ("you can use the `get_raster_statistics` function with the collection id nlcd-puerto-rico").
+DESCRIBED_CALL = (
+    "Do not tell me which tool to use: call {tools} yourself now, with the arguments you described, "
+    "and answer from its result. My question was: {question}"
+)
+# Shown instead of an answer whose numbers nothing could support: no tool result of the run or of
+# the conversation, and no memory, holds a number, so any the model wrote is a guess.
+NO_DATA_ANSWER = (
+    "I could not get a value for this from the data: no tool call of this request returned a result, "
+    "so I will not guess one."
+)
 SUMMARY_HEADER = "[The model did not write an answer. These are the tool results of this request, shown as they came:]"
 
 

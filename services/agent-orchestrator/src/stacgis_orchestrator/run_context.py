@@ -117,6 +117,7 @@ class RunFindings:
     # Successful tool results of this run, for grounding and the fallback summary.
     tool_texts: list[ToolResultText] = field(default_factory=list)
     tool_call_count: int = 0
+    called: set[str] = field(default_factory=set)  # names of every tool the model called, run or refused
     input_tokens: int = 0
     output_tokens: int = 0
     # Set when the model repeats a call: the next step must answer.

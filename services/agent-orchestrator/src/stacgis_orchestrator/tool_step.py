@@ -56,6 +56,7 @@ class ToolStep:
         """Run one step's tool calls; returns their tool messages in call order."""
         found = self.found
         calls = [self._settle_time(self._misnamed(call, offered)) for call in calls]
+        found.called.update(call.name for call in calls)
         data_calls = [c for c in calls if "collection_id" in c.arguments or "collection_ids" in c.arguments]
         found.data_asked = found.data_asked or bool(data_calls)
         for call in calls:

@@ -18,6 +18,9 @@
 - A question about one point the user typed ("at longitude -66.5, latitude 18.2"), sent to an area
   statistic or to get_raster_info with a location, runs as query_raster_point at that point: the
   model sent a 0.1 degree box beside `place: "Puerto Rico"`, or asked the collection's info.
+- A point query given no point but a box the user typed ("the highest precipitation anywhere in the
+  box -84, 34, -78, 36.5" sent to query_raster_point with `bbox`) runs as get_raster_statistics over
+  that box: the model picked the tool by the word "point" in its own plan, the question asks about an area.
 - A box written as the place or the geometry ("[-82, 25, -79, 28]", four numbers west, south, east,
   north) becomes the tool's `bbox`, or for a tool without one a `geometry` polygon of the box.
 - A city (a point) given to an area statistic (get_raster_statistics, compute_zonal_stats) of a
@@ -74,6 +77,8 @@ _LAT_LON = re.compile(
     rf"\blat(?:itude)?\s*[:=]?\s*{_NUMBER}\s*,?\s*(?:and\s+)?lon(?:gitude)?\s*[:=]?\s*{_NUMBER}", re.I
 )
 _AREA_WORDS = re.compile(r"\b(?:box|bbox|area|region|polygon|within|inside|around|between)\b", re.I)
+# The area statistic a point query over a typed box becomes.
+AREA_TOOL = "get_raster_statistics"
 # Area statistics that a city's place turns into its series, and the tool that gives the series.
 AREA_STAT_TOOLS = frozenset({"get_raster_statistics", "compute_zonal_stats"})
 SERIES_TOOL = "get_timeseries"
@@ -371,6 +376,23 @@ def _point_query(call: ToolCall, catalog: ToolCatalog, question: str) -> ToolCal
     return ToolCall(call.id, POINT_TOOL, arguments)
 
 
+def _area_query(call: ToolCall, catalog: ToolCatalog, question: str) -> ToolCall | None:
+    """A point query with no point but a box the user typed, as get_raster_statistics over the box."""
+    if call.name != POINT_TOOL or catalog.get(AREA_TOOL) is None:
+        return None
+    lon, lat = call.arguments.get("lon"), call.arguments.get("lat")
+    if isinstance(lon, int | float) or isinstance(lat, int | float):
+        return None
+    collection = call.arguments.get("collection_id")
+    box = next(filter(None, (_box(call.arguments.get(key)) for key in ("bbox", "place", "geometry"))), None)
+    if not isinstance(collection, str) or box is None or not _typed_by_user(box, question):
+        return None
+    arguments: dict[str, Any] = {"collection_id": collection, "bbox": box}
+    if isinstance(call.arguments.get("datetime"), str):
+        arguments["datetime"] = call.arguments["datetime"]
+    return ToolCall(call.id, AREA_TOOL, arguments)
+
+
 def _box(value: Any) -> list[float] | None:
     """Four numbers west, south, east, north of a valid lon/lat box, as a list or its JSON text."""
     if isinstance(value, str) and value.strip().startswith("["):
@@ -426,7 +448,8 @@ async def _settle(
     tool = catalog.get(call.name)
     if tool is None or call.arguments_error is not None:
         return call
-    reshaped = _point_query(call, catalog, question) or _box_as_area(tool, call)
+    reshaped = _point_query(call, catalog, question) or _area_query(call, catalog, question)
+    reshaped = reshaped or _box_as_area(tool, call)
     if reshaped is not None:
         return reshaped
     place = call.arguments.get("place")
