@@ -826,3 +826,21 @@ async def test_a_point_query_over_a_box_the_user_typed_runs_as_the_box_statistic
     highest = json.loads(payload_of(events, "tool_result")["result"])["max"]
     done = terminal(events).proto.done
     assert done.content == f"The highest elevation there is {highest} m." and done.grounding.unsupported_count == 0
+
+
+@pytest.mark.asyncio
+async def test_a_refusal_that_quotes_numbers_no_tool_gave_becomes_the_plain_refusal(orch, model_url) -> None:
+    # Seen in the eval: "you cannot query the PM2.5 level" beside Berlin's coordinates and the extent
+    # a tool error quoted.
+    outside = {"name": "query_raster_point", "arguments": {"collection_id": "lux-dem", "lon": 20, "lat": 60}}
+    draft = "You cannot query the PM2.5 level: Berlin at 13.3888° E, 52.5244° N is outside the data."
+    await set_rules(
+        model_url,
+        {"name": "again", "match": {"last_user": UNGROUNDED_MARK}, "content": draft},
+        {"name": "call", "match": {"last_user": "PM2.5 level in Berlin", "step": 0}, "tool_calls": [outside]},
+        {"name": "refuse", "match": {"last_user": "PM2.5 level in Berlin", "step": 1}, "content": draft},
+    )
+    events = await run_events(orch.url, {"message": unique("What was the PM2.5 level in Berlin?")})
+    done = terminal(events).proto.done
+    assert done.content.startswith("I cannot answer") and "pm2.5" in done.content.lower(), done.content
+    assert "52.5244" not in done.content and done.grounding.unsupported_count == 0

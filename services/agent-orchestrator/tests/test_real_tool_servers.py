@@ -235,6 +235,29 @@ async def test_a_question_about_a_concept_is_answered_from_a_knowledge_search_ma
 
 
 @pytest.mark.asyncio
+async def test_a_data_tool_called_after_a_concept_search_is_not_run_and_the_model_answers_from_the_passages(
+    real_orch: RunningService, model_url: str
+) -> None:
+    tag = uuid.uuid4().hex[:8]
+    question = f"What are zonal statistics and how are border cells counted? [{tag}]"
+    demo = {"name": "compute_zonal_stats", "arguments": {"collection_id": "lux-dem", "place": "Luxembourg"}}
+    await set_rules(
+        model_url,
+        {"name": "demo", "match": {"last_user": tag, "step": 1}, "tool_calls": [demo]},
+        {
+            "name": "answer",
+            "match": {"any_message": "not run: this is a question about a concept"},
+            "content": "Cells count by coverage.",
+        },
+    )
+    events = await run_events(real_orch.url, {"message": question}, timeout=120)
+    assert [e.payload["toolName"] for e in events if e.name == "tool_start"] == ["search_knowledge"]
+    (refused,) = [e.payload for e in events if e.name == "tool_error"]
+    assert refused["toolName"] == "compute_zonal_stats" and refused["kind"] == "not_needed"
+    assert terminal(events).proto.done.content == "Cells count by coverage."
+
+
+@pytest.mark.asyncio
 async def test_a_request_to_remember_is_saved_for_its_user_before_the_model_answers(
     real_orch: RunningService, real_memory: RunningService, model_url: str
 ) -> None:

@@ -40,7 +40,7 @@ from .prompts import (
 )
 from .questions import is_concept_question, memory_note
 from .run_context import AgentDeps, RunContext, RunInput
-from .tool_step import ToolStep
+from .tool_step import KNOWLEDGE_TOOL, ToolStep
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("stacgis_orchestrator")
@@ -54,7 +54,6 @@ ERROR_CODES = {
 }
 LAST_THOUGHT_CHARS = 500
 # The orchestrator's own first calls (`questions`), and how many passages a knowledge search reads.
-KNOWLEDGE_TOOL = "search_knowledge"
 KNOWLEDGE_FIRST_LIMIT = 3
 MEMORY_TOOL = "add_memory"
 # An answer telling the user what to do, where the model should have done it.
@@ -278,6 +277,7 @@ class AgentRun:
         self.sink.emit(thinking=events_pb2.Thinking(text=why + "\n"))
         call = ToolCall(new_call_id(), tool, arguments)
         closing = KNOWLEDGE_ANSWER if tool == KNOWLEDGE_TOOL else ""
+        self.found.concept_searched = tool == KNOWLEDGE_TOOL
         await self._run_calls(memory, "", [call], await self.model.offer_tools(self.run.message), closing)
 
     async def _run_calls(
@@ -337,7 +337,8 @@ class AgentRun:
         failed) are checked for every gap. Others for a place the question names that a call looked
         up, and for a variable no collection holds when the draft gives numbers and no tool result
         of the run speaks of the variable ("the PM2.5 level in Berlin" answered with Berlin's
-        coordinates); a concept question's answer is never replaced."""
+        coordinates); a concept question's answer is never replaced. A draft that names the gap
+        itself stands, unless it quotes numbers no tool gave."""
         if not self.settings.premise_check or not draft.strip():
             return None
         if not self.found.data_asked:
@@ -357,7 +358,12 @@ class AgentRun:
             return next((g for g in unspoken if not g.answered_by(draft)), None)
         gaps = [*catalogue_gaps(self.run.message, self.found.catalog), *filter(None, self.found.place_gaps.values())]
         gap = next(iter(gaps), None)
-        return None if gap is None or gap.answered_by(draft) else gap
+        if gap is None or not gap.answered_by(draft):
+            return gap
+        # A draft that says what is missing but also writes numbers no tool gave (Berlin's coordinates
+        # and a collection's extent from an error, beside "you cannot query PM2.5") gives way to the
+        # plain refusal.
+        return gap if self._invented_numbers(draft) else None
 
     def _advised_fix(self, advice: str) -> ToolCall | None:
         """The failed call again with the one other collection id the advice names, if it names one."""

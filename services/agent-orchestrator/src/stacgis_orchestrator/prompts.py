@@ -70,6 +70,11 @@ FAILED_CALL = (
     "call the tool again with it now. Only if it says the data does not cover my question, answer that "
     "plainly and name what is missing. My question was: {question}"
 )
+# The tool message for a data tool called after the knowledge search of a concept question.
+CONCEPT_ANSWER = (
+    "{name} was not run: this is a question about a concept, and the knowledge passages above answer it. "
+    "Answer from them now."
+)
 # Sent (as the user's words) when the answer tells the user which tool to call instead of calling it
 # ("you can use the `get_raster_statistics` function with the collection id nlcd-puerto-rico").
 DESCRIBED_CALL = (

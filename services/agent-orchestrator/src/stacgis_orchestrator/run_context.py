@@ -129,6 +129,8 @@ class RunFindings:
     catalog: Catalog = field(default_factory=Catalog)
     # The catalogue summaries the model was given (numbers there count as given).
     catalog_text: str = ""
+    # Set when the run began with a knowledge search for a concept question: the passages answer it.
+    concept_searched: bool = False
     # Set once a call asked for raster data (a collection_id), whether or not it succeeded.
     data_asked: bool = False
     # Places of this run's calls that the question names, with what the catalogue lacks there.

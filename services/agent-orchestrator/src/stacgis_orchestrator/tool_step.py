@@ -24,7 +24,7 @@ from .grounding import ToolResultText
 from .llm.types import Message, ToolCall, ToolSpec
 from .memory import truncate_result
 from .premises import asked_variables, asks_for_data, call_gap, misses_years, place_gap, sole_holder
-from .prompts import REPEATED_CALL
+from .prompts import CONCEPT_ANSWER, REPEATED_CALL
 from .run_context import RunContext
 from .tools.calls import PreparedCall, prepare_call, renamed
 from .tools.periods import settle_comparison, settle_period
@@ -35,6 +35,8 @@ from .tools.registry import RegisteredTool
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("stacgis_orchestrator")
 
+# The orchestrator's own first call for a concept question (`loop.AgentRun._first_call`).
+KNOWLEDGE_TOOL = "search_knowledge"
 # Tool errors a better call may fix (not a repeat, a user's rejection or an unavailable server).
 FIXABLE_ERRORS = frozenset({"tool_failed", "invalid_arguments", "unknown_tool"})
 
@@ -190,6 +192,14 @@ class ToolStep:
 
     def _prepare(self, call: ToolCall, offered: list[ToolSpec]) -> PreparedCall:
         prepared = prepare_call(call, offered, self.deps.catalog, self.settings.map_style_hosts)
+        tool = prepared.tool
+        if self.found.concept_searched and tool and tool.kind == "mcp" and tool.name != KNOWLEDGE_TOOL:
+            # Asked what zonal statistics are, the 1.5B model read the passage naming
+            # compute_zonal_stats and started a demonstration on Luxembourg instead of answering.
+            prepared.error = CONCEPT_ANSWER.format(name=tool.name)
+            prepared.error_kind = "not_needed"
+            self.found.force_answer = True
+            return prepared
         if prepared.error is None and self.settings.premise_check:
             # A collection that holds none of the variables asked for, where several others do (one
             # would have replaced it in `_settle_collection`), is refused naming them.

@@ -262,7 +262,8 @@ export type ToolError = Message<"stacgis.v1.ToolError"> & {
   /**
    * Machine-readable: "invalid_arguments", "unknown_tool", "tool_failed", "timeout",
    * "unavailable" (server down or its circuit open), "rejected", "approval_timeout",
-   * "repeated_call" (the same tool with the same arguments again in one run: not run twice).
+   * "repeated_call" (the same tool with the same arguments again in one run: not run twice),
+   * "not_needed" (a data tool called for a question about a concept the knowledge passages answer).
    *
    * @generated from field: string kind = 5;
    */
