@@ -33,6 +33,9 @@ POSTGRES_DOWN: tuple[type[BaseException], ...] = (
     asyncpg.PostgresConnectionError,
     asyncpg.InterfaceError,
     asyncpg.exceptions.OperatorInterventionError,
+    # A pooled connection left mid-operation when Postgres died under it ("cannot switch to state
+    # 15; another operation is in progress"): seen under SIGKILL of Postgres; the retry gets another.
+    asyncpg.exceptions.InternalClientError,
 )
 FIRST_DELAY_SECONDS = 0.2
 MAX_DELAY_SECONDS = 2.0
