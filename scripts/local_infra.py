@@ -429,22 +429,9 @@ def start_supervised(name: str) -> None:
         )
 
 
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][:1] != "Z"
-    except OSError:
-        return True
-
-
 def supervisor_pid(name: str) -> int | None:
     pid = supervisor.read_state(RUN, name).get("supervisor")
-    if not isinstance(pid, int) or not pid_alive(pid):
+    if not isinstance(pid, int) or not supervisor.pid_alive(pid):
         return None
     try:
         command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
@@ -465,12 +452,12 @@ def stop_supervised(name: str, grace: float = 30.0) -> bool:
         return False
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and pid_alive(pid):
+    while time.monotonic() < deadline and supervisor.pid_alive(pid):
         time.sleep(0.1)
-    if pid_alive(pid):
+    if supervisor.pid_alive(pid):
         os.kill(pid, signal.SIGKILL)
         child = supervisor.read_state(RUN, name).get("pid")
-        if isinstance(child, int) and pid_alive(child):
+        if isinstance(child, int) and supervisor.pid_alive(child):
             os.kill(child, signal.SIGKILL)
     say(f"{name} stopped")
     return True

@@ -376,20 +376,6 @@ def supervise(name: str) -> int:
 # -- up / down / status --------------------------------------------------------------------------
 
 
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie (exited, not yet reaped) is not running.
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][:1] != "Z"
-    except OSError:
-        return True
-
-
 def read_pid(path: Path) -> int | None:
     try:
         return int(path.read_text().strip())
@@ -399,7 +385,7 @@ def read_pid(path: Path) -> int | None:
 
 def honcho_pid() -> int | None:
     pid = read_pid(HONCHO_PID)
-    return pid if pid is not None and pid_alive(pid) else None
+    return pid if pid is not None and supervisor.pid_alive(pid) else None
 
 
 def discover() -> tuple[list[Service], list[Service]]:
@@ -540,13 +526,13 @@ def up() -> None:
 
 
 def stop_pid(pid: int, what: str, grace: float = 15.0) -> None:
-    if not pid_alive(pid):
+    if not supervisor.pid_alive(pid):
         return
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and pid_alive(pid):
+    while time.monotonic() < deadline and supervisor.pid_alive(pid):
         time.sleep(0.1)
-    if pid_alive(pid):
+    if supervisor.pid_alive(pid):
         say(f"{what} (pid {pid}) did not stop in {grace:.0f} s: killing it")
         os.kill(pid, signal.SIGKILL)
 
@@ -564,21 +550,21 @@ def down() -> None:
         # honcho forwards SIGTERM to every Procfile process group (supervisor and service alike).
         os.killpg(pid, signal.SIGTERM)
         deadline = time.monotonic() + 25
-        while time.monotonic() < deadline and pid_alive(pid):
+        while time.monotonic() < deadline and supervisor.pid_alive(pid):
             time.sleep(0.1)
-        if pid_alive(pid):
+        if supervisor.pid_alive(pid):
             os.killpg(pid, signal.SIGKILL)
         say("services stopped")
     HONCHO_PID.unlink(missing_ok=True)
     # Anything left behind (the process manager killed hard): stop it by the pids its supervisor wrote,
     # the supervisor first so that it does not restart the service.
     for name in [*BY_NAME, "ingress"]:
-        supervisor = read_state(name).get("supervisor")
-        if isinstance(supervisor, int) and pid_alive(supervisor) and f"run {name}" in command_line(supervisor):
-            stop_pid(supervisor, f"{name}'s supervisor", grace=20.0)
+        watcher = read_state(name).get("supervisor")
+        if isinstance(watcher, int) and supervisor.pid_alive(watcher) and f"run {name}" in command_line(watcher):
+            stop_pid(watcher, f"{name}'s supervisor", grace=20.0)
         leftover = read_pid(RUN / f"{name}.pid")
         expected = "nginx" if name == "ingress" else BY_NAME[name].package
-        if leftover is not None and pid_alive(leftover) and expected in command_line(leftover):
+        if leftover is not None and supervisor.pid_alive(leftover) and expected in command_line(leftover):
             stop_pid(leftover, name)
             say(f"{name} stopped (pid {leftover})")
         (RUN / f"{name}.pid").unlink(missing_ok=True)

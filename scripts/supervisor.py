@@ -49,6 +49,20 @@ class Program:
     backoff: Backoff = Backoff()
 
 
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie (exited, not yet reaped) is not running.
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][:1] != "Z"
+    except OSError:
+        return True
+
+
 def describe_exit(code: int) -> str:
     if code < 0:
         return f"signal {signal.Signals(-code).name}"
