@@ -131,7 +131,7 @@ test("the stop button cancels a running answer", async ({ page, request }) => {
   await page.getByRole("button", { name: "Stop" }).click();
   await expect(answer).toHaveAttribute("data-status", "cancelled");
   await expect(page.locator("[data-notice=cancelled]")).toBeVisible();
-  await expect(page.getByRole("button", { name: "Send" })).toBeVisible();
+  await expect(page.getByRole("button", { name: "Send", exact: true })).toBeVisible();
   await screenshot(page, "chat-cancelled");
 });
 

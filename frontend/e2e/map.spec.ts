@@ -172,7 +172,7 @@ test("set_map_style switches the basemap and keeps added layers", async ({ page,
   await send(page, `Dark map with rain please ${token}`);
   await waitForAnswer(page);
   await expect
-    .poll(() => page.evaluate(() => window.__stacgisMap!.getStyle().name))
+    .poll(() => page.evaluate(() => window.__stacgisMap!.getStyle()?.name))
     .toBe("stacgis-offline-dark");
   await expect
     .poll(() => page.evaluate(() => Boolean(window.__stacgisMap!.getLayer("raster:global-precipitation-2016"))))

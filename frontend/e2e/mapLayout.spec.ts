@@ -133,7 +133,7 @@ for (const { name, size } of [
     // Without an imagery style configured, nothing promises satellite pictures.
     await expect(picker).not.toContainText(/satellite/i);
     await picker.selectOption({ label: "Green outlines" });
-    await page.waitForFunction(() => window.__stacgisMap?.getStyle().name === "stacgis-offline-satellite");
+    await page.waitForFunction(() => window.__stacgisMap?.getStyle()?.name === "stacgis-offline-satellite");
     await expect(picker.locator("option:checked")).toHaveText("Green outlines");
     await shot(page, `basemap-green-${name}`);
   });
