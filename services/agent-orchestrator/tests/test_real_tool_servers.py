@@ -18,7 +18,7 @@ from orchestrator_helpers import content, model_requests, run_events, set_rules,
 from conftest import orchestrator, orchestrator_env
 from stacgis_common.testing import REPO_ROOT, RunningService, free_port, mcp_client, run_service, token_for
 from stacgis_orchestrator.llm.schema import sanitize_schema, schema_problems
-from stacgis_orchestrator.prompts import KNOWLEDGE_ANSWER, UNGROUNDED_DRAFT
+from stacgis_orchestrator.prompts import KNOWLEDGE_ANSWER, PASSAGES_HEADER, UNGROUNDED_DRAFT
 
 DATA = REPO_ROOT / ".local" / "data"
 LUXEMBOURG = [5.7, 49.4, 6.6, 50.2]
@@ -255,6 +255,27 @@ async def test_a_data_tool_called_after_a_concept_search_is_not_run_and_the_mode
     (refused,) = [e.payload for e in events if e.name == "tool_error"]
     assert refused["toolName"] == "compute_zonal_stats" and refused["kind"] == "not_needed"
     assert terminal(events).proto.done.content == "Cells count by coverage."
+
+
+@pytest.mark.asyncio
+async def test_a_concept_answer_that_keeps_inventing_numbers_gives_way_to_the_passages(
+    real_orch: RunningService, model_url: str
+) -> None:
+    tag = uuid.uuid4().hex[:8]
+    question = f"What are zonal statistics and how are border cells counted? [{tag}]"
+    invented = "The mean elevation of Luxembourg inside the polygon is 100 meters."
+    await set_rules(model_url, {"name": "invents", "match": {"last_user": tag}, "content": invented})
+    events = await run_events(real_orch.url, {"message": question}, timeout=120)
+    done = terminal(events).proto.done
+    passages = json.loads(next(e for e in events if e.name == "tool_result").payload["result"])["results"]
+    # Told once that no passage gives 100, the model said it again: the user reads the passages.
+    assert "100 meters" not in done.content
+    assert done.content.startswith(PASSAGES_HEADER)
+    assert passages[0]["chunk"].split(".")[0] in done.content
+    assert passages[0]["source"] in done.content
+    assert done.grounding.unsupported_count == 0
+    requests = await model_requests(model_url, contains=tag)
+    assert any("100" in json.dumps(r["body"]["messages"][-1]) for r in requests[1:]), "the model was told first"
 
 
 @pytest.mark.asyncio

@@ -33,6 +33,7 @@ from .prompts import (
     NO_DATA_ANSWER,
     UNGROUNDED_DRAFT,
     UNSTATED_CLASS,
+    passages_answer,
     results_summary,
     run_context_message,
     spatial_context_message,
@@ -244,6 +245,8 @@ class AgentRun:
                     continue
                 if (self.draft_withdrawn or final_step) and self._guessed(visible):
                     visible = self.answer.replace(NO_DATA_ANSWER, "no tool result gave its numbers", whole=True)
+                elif (self.draft_withdrawn or final_step) and (passages := self._passages_instead(visible)):
+                    visible = self.answer.replace(passages, "no passage gave its numbers", whole=True)
                 if not visible.strip():
                     if self.found.tool_texts:
                         fallback = results_summary(
@@ -319,6 +322,17 @@ class AgentRun:
             return False
         remembered = " ".join(self.found.memories)
         return any(number not in remembered for number in self._invented_numbers(draft))
+
+    def _passages_instead(self, draft: str) -> str | None:
+        """For a concept question answered after its knowledge search: the passages themselves, when
+        the draft still has numbers no passage or tool result gives once the model was told so (a
+        1.5B model asked how border cells count wrote an example run's "mean elevation of 100 m")."""
+        if not self.settings.grounding_retry or not self.found.concept_searched or not draft.strip():
+            return None
+        if not self._invented_numbers(draft):
+            return None
+        searches = [(r.tool_name, r.text) for r in self.found.tool_texts if r.tool_name == KNOWLEDGE_TOOL]
+        return passages_answer(searches, self.settings.max_tool_result_chars)
 
     def _described_tools(self, draft: str, offered: list[ToolSpec]) -> list[str]:
         """Offered tools the draft names that this run never called: an answer naming a tool it never

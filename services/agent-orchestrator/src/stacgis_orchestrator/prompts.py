@@ -87,6 +87,9 @@ NO_DATA_ANSWER = (
     "I could not get a value for this from the data: no tool call of this request returned a result, "
     "so I will not guess one."
 )
+# Heads the knowledge passages shown in place of a concept answer that kept numbers no passage gives.
+PASSAGES_HEADER = "The knowledge base says (shown as found: my own answer gave numbers these passages do not hold):"
+PASSAGES_SHOWN = 3
 SUMMARY_HEADER = "[The model did not write an answer. These are the tool results of this request, shown as they came:]"
 
 
@@ -134,6 +137,27 @@ def results_summary(results: list[tuple[str, str]], limit: int) -> str:
         shaped, _ = shape_result(text, per_result)
         lines.append(f"- {name}: {shaped}")
     return "\n".join(lines)
+
+
+def passages_answer(results: list[tuple[str, str]], limit: int) -> str | None:
+    """The top passages of the run's knowledge searches as the answer, each under its document's title
+    and source; None when no search returned a passage."""
+    passages: list[str] = []
+    for _, text in results:
+        try:
+            data: Any = json.loads(text)
+        except ValueError:
+            continue
+        found = data.get("results") if isinstance(data, dict) else None
+        for item in found if isinstance(found, list) else []:
+            if isinstance(item, dict) and isinstance(item.get("chunk"), str):
+                title = item.get("heading") or item.get("title") or "passage"
+                passages.append(f"- **{title}** ({item.get('source', 'knowledge base')}): {item['chunk'].strip()}")
+    if not passages:
+        return None
+    per_passage = max(200, limit // min(len(passages), PASSAGES_SHOWN))
+    shown = [p if len(p) <= per_passage else p[:per_passage].rsplit(" ", 1)[0] + " …" for p in passages]
+    return "\n".join([PASSAGES_HEADER, *shown[:PASSAGES_SHOWN]])
 
 
 def summarize_resource(text: str, limit: int) -> str:
