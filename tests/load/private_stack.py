@@ -19,8 +19,6 @@ import fcntl
 import importlib.util
 import json
 import os
-import pwd
-import re
 import shutil
 import signal
 import subprocess
@@ -38,12 +36,15 @@ import httpx
 
 from stacgis_common.testing import REPO_ROOT, free_port
 
+sys.path.insert(0, str(REPO_ROOT / "scripts"))
+import stack_env  # scripts/stack_env.py: stack.env as `make up` reads it
+import stack_ingress  # scripts/stack_ingress.py: the nginx template as `make up` renders it
+
 PYTHON = sys.executable
 STATE_ROOT = REPO_ROOT / ".local" / "reliability"
 DATA_DIR = REPO_ROOT / ".local" / "data"
 CACHE_DIR = REPO_ROOT / ".local" / "cache"
 STACK_ENV = REPO_ROOT / "deploy" / "local" / "stack.env"
-NGINX_TEMPLATE = REPO_ROOT / "deploy" / "local" / "nginx.conf.template"
 LOCAL_INFRA = REPO_ROOT / "scripts" / "local_infra.py"
 # Cities of a million people or more: the vector data loads in seconds instead of minutes.
 VECTOR_MIN_POPULATION = "1000000"
@@ -68,14 +69,7 @@ def installed(package: str) -> bool:
 
 def read_env_file(path: Path) -> dict[str, str]:
     """KEY=VALUE lines as scripts/stack.py reads them: ${ROOT} is the checkout, ${LOCAL} its .local folder."""
-    values: dict[str, str] = {}
-    for line in path.read_text().splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
-            key, _, value = line.partition("=")
-            value = value.strip().replace("${ROOT}", str(REPO_ROOT)).replace("${LOCAL}", str(REPO_ROOT / ".local"))
-            values[key.strip()] = value
-    return values
+    return stack_env.read_env_file(path, root=REPO_ROOT, local=REPO_ROOT / ".local")
 
 
 def http_ok(url: str, timeout: float = 2.0) -> bool:
@@ -441,14 +435,7 @@ class PrivateStack:
     def _nginx_config(self) -> Path:
         """deploy/local/nginx.conf.template with our paths, our port and our gateways as the upstream."""
         folder = self.logs / "nginx"
-        tmp = folder / "tmp"
-        for sub in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
-            (tmp / sub).mkdir(parents=True, exist_ok=True)
-        if os.geteuid() == 0:
-            # Run as root, nginx's workers drop to `nobody`, which must write request bodies here.
-            nobody = pwd.getpwnam("nobody")
-            for path in [tmp, *tmp.iterdir()]:
-                os.chown(path, nobody.pw_uid, nobody.pw_gid)
+        tmp = stack_ingress.temp_dirs(folder)
         dist = folder / "dist"
         dist.mkdir(exist_ok=True)
         (dist / "index.html").write_text("<!doctype html><title>stacgis</title>")
@@ -461,7 +448,7 @@ class PrivateStack:
             "MIME_TYPES": "/etc/nginx/mime.types",
             "CSP": REPO_ROOT / "frontend" / "csp.conf",
         }
-        config = re.sub(r"\{\{([A-Z_]+)\}\}", lambda m: str(paths[m.group(1)]), NGINX_TEMPLATE.read_text())
+        config = stack_ingress.render_template(paths)
         assert self.ingress_port is not None
         raster = self.tools["raster"].port if "raster" in self.tools else 9
         config = config.replace("127.0.0.1:8080", f"127.0.0.1:{self.ingress_port}")
