@@ -147,7 +147,7 @@ class HistoryWriter:
                     entries.append((run_id, *_decode(raw)))
                 except (ValueError, KeyError, TypeError):
                     log.exception("dropping a malformed parked history write", extra={"run_id": run_id})
-                    await self._redis.hdel(self._key, run_id)  # type: ignore[misc]
+                    await self._redis.hdel(self._key, run_id)
             stored = 0
             for run_id, _, record, messages in sorted(entries, key=lambda entry: entry[1]):
                 try:
@@ -156,7 +156,7 @@ class HistoryWriter:
                     return stored  # still down: the rest waits for the next flush
                 except Exception:
                     log.exception("dropping a parked history write Postgres refuses", extra={"run_id": run_id})
-                await self._redis.hdel(self._key, run_id)  # type: ignore[misc]
+                await self._redis.hdel(self._key, run_id)
                 stored += 1
                 HISTORY_WRITES.labels("flushed").inc()
             if stored:
@@ -164,7 +164,7 @@ class HistoryWriter:
             return stored
 
     async def pending(self) -> int:
-        return int(await self._redis.hlen(self._key))  # type: ignore[misc]
+        return int(await self._redis.hlen(self._key))
 
     async def flush_periodically(self) -> None:
         while True:

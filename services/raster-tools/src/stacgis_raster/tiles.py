@@ -130,7 +130,7 @@ def render_options(record: CollectionRecord, params: Any) -> RenderOptions:
             raise ArgumentError("colormap_name", f"unknown colormap '{name}', e.g. viridis, terrain, rdylgn, blues")
         colormap = cmap.get(name.lower())
     elif defaults.get("colormap"):
-        colormap = {int(k): tuple(v) for k, v in defaults["colormap"].items()}  # type: ignore[misc]
+        colormap = {int(k): tuple(v) for k, v in defaults["colormap"].items()}
     if colormap is not None and len(bidx) != 1:
         raise ArgumentError("colormap_name", "a colormap applies to one band only (bidx with one number)")
 
