@@ -1,6 +1,6 @@
 """Every tool schema the product offers a model, collected from the real code.
 
-The four MCP servers are built in this process (building one connects to nothing: the databases
+The four MCP servers are built in this process by their factories (building one connects to nothing: the databases
 and catalogs are only used when a tool runs) and asked for their `tools/list`; the frontend tools
 come from the orchestrator's own definitions. Each group is returned in Ollama's tool format, with
 the schema as the server publishes it and, separately, as the orchestrator rewrites it for a model.
@@ -8,7 +8,6 @@ the schema as the server publishes it and, separately, as the orchestrator rewri
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from stacgis_orchestrator.llm.schema import sanitize_schema
@@ -25,12 +24,16 @@ async def _mcp_tools(server: Any) -> list[dict[str, Any]]:
 async def product_tool_groups() -> dict[str, list[dict[str, Any]]]:
     """Tool group name -> tools, as each server publishes them."""
     groups: dict[str, list[dict[str, Any]]] = {}
-    for group, module in (
-        ("vector-tools", "stacgis_vector.server"),
-        ("knowledge-tools", "stacgis_knowledge.server"),
-        ("memory-tools", "stacgis_memory.server"),
-    ):
-        groups[group] = await _mcp_tools(importlib.import_module(module).server)
+    from stacgis_knowledge.server import build_server as knowledge_server
+    from stacgis_knowledge.settings import KnowledgeSettings
+    from stacgis_memory.server import build_server as memory_server
+    from stacgis_memory.settings import MemorySettings
+    from stacgis_vector.server import build_server as vector_server
+    from stacgis_vector.settings import VectorSettings
+
+    groups["vector-tools"] = await _mcp_tools(vector_server(VectorSettings())[0])
+    groups["knowledge-tools"] = await _mcp_tools(knowledge_server(KnowledgeSettings())[0])
+    groups["memory-tools"] = await _mcp_tools(memory_server(MemorySettings())[0])
 
     from stacgis_common.mcp_app import create_mcp_server
     from stacgis_raster.app import build_service

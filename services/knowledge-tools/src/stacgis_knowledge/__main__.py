@@ -1,11 +1,14 @@
 """`python -m stacgis_knowledge`: run the knowledge-tools server on KNOWLEDGE_HOST:KNOWLEDGE_PORT."""
 
 from stacgis_common.mcp_app import serve
-from stacgis_knowledge.server import app, settings
+from stacgis_common.settings import load_settings
+from stacgis_knowledge.server import create_app
+from stacgis_knowledge.settings import KnowledgeSettings
 
 
 def main() -> None:
-    serve(app, settings)
+    settings = load_settings(KnowledgeSettings)
+    serve(create_app(settings), settings)
 
 
 if __name__ == "__main__":

@@ -1,11 +1,14 @@
 """`python -m stacgis_vector`: run the vector-tools server on VECTOR_HOST:VECTOR_PORT."""
 
 from stacgis_common.mcp_app import serve
-from stacgis_vector.server import app, settings
+from stacgis_common.settings import load_settings
+from stacgis_vector.server import create_app
+from stacgis_vector.settings import VectorSettings
 
 
 def main() -> None:
-    serve(app, settings)
+    settings = load_settings(VectorSettings)
+    serve(create_app(settings), settings)
 
 
 if __name__ == "__main__":

@@ -1,21 +1,24 @@
-"""The vector-tools MCP server: tools, resource, and the internal full-feature endpoint."""
+"""The vector-tools MCP server: tools, resource, and the internal full-feature endpoint.
 
-from __future__ import annotations
+Nothing is built at import: `create_app(settings)` assembles the server, its tools and routes."""
 
+# No `from __future__ import annotations`: the tools' annotations use register_tools' locals (limits
+# from settings), which the MCP SDK resolves from the live annotations, not from strings.
 import json
-from typing import Annotated
+from typing import Annotated, Any
 
+from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
+from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from stacgis_common.arguments import ArgumentError
 from stacgis_common.auth import InvalidInternalToken, bearer_token, verify_internal_token
 from stacgis_common.mcp_app import build_tool_server_app, compact_result, create_mcp_server
 from stacgis_common.pgvector_runtime import PgvectorRuntime
-from stacgis_common.settings import load_settings
 from stacgis_vector.metrics import FEATURE_REQUESTS, PLACE_REQUESTS, observe
 from stacgis_vector.places import AmbiguousPlace, PlaceNotFound
 from stacgis_vector.service import VectorService
@@ -29,12 +32,8 @@ INSTRUCTIONS = (
 )
 READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 
-settings = load_settings(VectorSettings)
-server = create_mcp_server("vector-tools", settings, instructions=INSTRUCTIONS)
-runtime = PgvectorRuntime("vector-tools", settings, EMBEDDINGS, VectorService)
+Runtime = PgvectorRuntime[VectorSettings, VectorService]
 
-
-Limit = Annotated[int, Field(ge=1, le=settings.max_limit, description="Maximum number of results.")]
 BBox = Annotated[
     list[float],
     Field(
@@ -47,132 +46,148 @@ DatasetId = Annotated[str, Field(description="Dataset id: countries, cities, us-
 PlaceArg = Annotated[str, Field(description="Place name, e.g. 'Nairobi', 'Germany', 'DE', or a ref 'cities/184745'.")]
 
 
-@server.tool(annotations=READ_ONLY)
-async def list_vector_datasets() -> CallToolResult:
-    """Use for which vector datasets exist (countries, cities, US states, US counties)."""
-    with observe("list_vector_datasets"):
-        return compact_result(await runtime.get().list_datasets())
-
-
-@server.tool(annotations=READ_ONLY)
-async def resolve_place(
-    place: PlaceArg,
-    dataset: Annotated[str | None, Field(description="Only this dataset, e.g. 'cities'.")] = None,
-) -> CallToolResult:
-    """Use for where one named place is: its kind, country, point or box, and ref."""
-    with observe("resolve_place"):
-        return compact_result(await runtime.get().resolve_place(place, dataset))
-
-
-@server.tool(annotations=READ_ONLY)
-async def search_vector_features(
-    query: Annotated[str, Field(description="Words to search, e.g. 'cities in Brazil', 'Berl'.")],
-    dataset: Annotated[str | None, Field(description="Only this dataset, e.g. 'countries'.")] = None,
-    bbox: Annotated[BBox | None, Field(description="Only features whose box overlaps this box.")] = None,
-    limit: Limit = settings.default_limit,
-) -> CallToolResult:
-    """Use for finding several places by words or meaning; each result has a ref."""
-    with observe("search_vector_features"):
-        return compact_result(await runtime.get().search(query, dataset, bbox, limit))
-
-
-@server.tool(annotations=READ_ONLY)
-async def get_vector_feature(
-    dataset: DatasetId,
-    feature_id: Annotated[str, Field(description="Feature id, from a ref.")],
-    simplify: Annotated[float | None, Field(description="Simplification tolerance in degrees.")] = None,
-) -> CallToolResult:
-    """Use for one feature's properties and GeoJSON outline."""
-    with observe("get_vector_feature"):
-        return compact_result(await runtime.get().get_feature(dataset, feature_id, simplify))
-
-
-@server.tool(annotations=READ_ONLY)
-async def query_vector_by_bbox(
-    dataset: DatasetId,
-    place: Annotated[str | None, Field(description="Area by name, e.g. 'Luxembourg'; its boundary is used.")] = None,
-    bbox: Annotated[BBox | None, Field(description="Only if no place: [west, south, east, north].")] = None,
-    limit: Annotated[
+def register_tools(server: MCPServer[Any], runtime: Runtime, settings: VectorSettings) -> None:
+    """The tools and resource; limits in their schemas come from `settings`."""
+    Limit = Annotated[int, Field(ge=1, le=settings.max_limit, description="Maximum number of results.")]
+    BBoxLimit = Annotated[
         int, Field(ge=1, le=settings.max_bbox_limit, description="Maximum number of features returned.")
-    ] = settings.default_limit,
-) -> CallToolResult:
-    """Use for listing a dataset's features inside an area, e.g. cities in a country."""
-    with observe("query_vector_by_bbox"):
-        return compact_result(await runtime.get().query_by_bbox(dataset, bbox, limit, place))
+    ]
+    default_limit = settings.default_limit
+
+    @server.tool(annotations=READ_ONLY)
+    async def list_vector_datasets() -> CallToolResult:
+        """Use for which vector datasets exist (countries, cities, US states, US counties)."""
+        with observe("list_vector_datasets"):
+            return compact_result(await runtime.get().list_datasets())
+
+    @server.tool(annotations=READ_ONLY)
+    async def resolve_place(
+        place: PlaceArg,
+        dataset: Annotated[str | None, Field(description="Only this dataset, e.g. 'cities'.")] = None,
+    ) -> CallToolResult:
+        """Use for where one named place is: its kind, country, point or box, and ref."""
+        with observe("resolve_place"):
+            return compact_result(await runtime.get().resolve_place(place, dataset))
+
+    @server.tool(annotations=READ_ONLY)
+    async def search_vector_features(
+        query: Annotated[str, Field(description="Words to search, e.g. 'cities in Brazil', 'Berl'.")],
+        dataset: Annotated[str | None, Field(description="Only this dataset, e.g. 'countries'.")] = None,
+        bbox: Annotated[BBox | None, Field(description="Only features whose box overlaps this box.")] = None,
+        limit: Limit = default_limit,
+    ) -> CallToolResult:
+        """Use for finding several places by words or meaning; each result has a ref."""
+        with observe("search_vector_features"):
+            return compact_result(await runtime.get().search(query, dataset, bbox, limit))
+
+    @server.tool(annotations=READ_ONLY)
+    async def get_vector_feature(
+        dataset: DatasetId,
+        feature_id: Annotated[str, Field(description="Feature id, from a ref.")],
+        simplify: Annotated[float | None, Field(description="Simplification tolerance in degrees.")] = None,
+    ) -> CallToolResult:
+        """Use for one feature's properties and GeoJSON outline."""
+        with observe("get_vector_feature"):
+            return compact_result(await runtime.get().get_feature(dataset, feature_id, simplify))
+
+    @server.tool(annotations=READ_ONLY)
+    async def query_vector_by_bbox(
+        dataset: DatasetId,
+        place: Annotated[
+            str | None, Field(description="Area by name, e.g. 'Luxembourg'; its boundary is used.")
+        ] = None,
+        bbox: Annotated[BBox | None, Field(description="Only if no place: [west, south, east, north].")] = None,
+        limit: BBoxLimit = default_limit,
+    ) -> CallToolResult:
+        """Use for listing a dataset's features inside an area, e.g. cities in a country."""
+        with observe("query_vector_by_bbox"):
+            return compact_result(await runtime.get().query_by_bbox(dataset, bbox, limit, place))
+
+    @server.resource(
+        "vector://datasets/all",
+        name="vector-datasets",
+        description="All vector datasets with their descriptions, extents, licences and sources.",
+        mime_type="application/json",
+    )
+    async def datasets_resource() -> str:
+        return json.dumps(await runtime.get().list_datasets())
 
 
-@server.resource(
-    "vector://datasets/all",
-    name="vector-datasets",
-    description="All vector datasets with their descriptions, extents, licences and sources.",
-    mime_type="application/json",
-)
-async def datasets_resource() -> str:
-    return json.dumps(await runtime.get().list_datasets())
+def internal_routes(runtime: Runtime, settings: VectorSettings) -> list[BaseRoute]:
+    """GET /features/... and /places/resolve: full geometries for other services, behind the internal token."""
 
+    def authorized(request: Request) -> JSONResponse | None:
+        try:
+            verify_internal_token(
+                bearer_token(request),
+                settings.internal_token_secret.get_secret_value(),
+                settings.internal_token_audience,
+            )
+        except InvalidInternalToken as error:
+            return JSONResponse(
+                {"detail": f"invalid internal token: {error}"}, status_code=401, headers={"WWW-Authenticate": "Bearer"}
+            )
+        return None
 
-async def feature_endpoint(request: Request) -> Response:
-    """GET /features/{dataset}/{feature_id}: the full GeoJSON Feature, for other services only."""
-    denied = _authorized(request)
-    if denied is not None:
-        FEATURE_REQUESTS.labels("401").inc()
-        return denied
-    dataset, feature_id = request.path_params["dataset"], request.path_params["feature_id"]
-    body = await runtime.get().full_feature(dataset, feature_id)
-    if body is None:
-        FEATURE_REQUESTS.labels("404").inc()
-        return JSONResponse({"detail": f"dataset {dataset!r} has no feature {feature_id!r}"}, status_code=404)
-    FEATURE_REQUESTS.labels("200").inc()
-    return Response(body, media_type="application/geo+json")
+    async def feature_endpoint(request: Request) -> Response:
+        """GET /features/{dataset}/{feature_id}: the full GeoJSON Feature, for other services only."""
+        denied = authorized(request)
+        if denied is not None:
+            FEATURE_REQUESTS.labels("401").inc()
+            return denied
+        dataset, feature_id = request.path_params["dataset"], request.path_params["feature_id"]
+        body = await runtime.get().full_feature(dataset, feature_id)
+        if body is None:
+            FEATURE_REQUESTS.labels("404").inc()
+            return JSONResponse({"detail": f"dataset {dataset!r} has no feature {feature_id!r}"}, status_code=404)
+        FEATURE_REQUESTS.labels("200").inc()
+        return Response(body, media_type="application/geo+json")
 
+    async def place_endpoint(request: Request) -> Response:
+        """GET /places/resolve?place=...[&dataset=...]: the place meant and its full GeoJSON Feature, for other
+        services. 404 unknown name (with suggestions), 409 ambiguous (with candidates), 422 bad argument."""
+        denied = authorized(request)
+        if denied is not None:
+            PLACE_REQUESTS.labels("401").inc()
+            return denied
+        try:
+            body = await runtime.get().resolved_feature(
+                request.query_params.get("place"), request.query_params.get("dataset")
+            )
+        except AmbiguousPlace as error:
+            PLACE_REQUESTS.labels("409").inc()
+            return JSONResponse(
+                {"status": "ambiguous", "detail": error.detail, "candidates": error.candidates}, status_code=409
+            )
+        except PlaceNotFound as error:
+            PLACE_REQUESTS.labels("404").inc()
+            return JSONResponse({"status": "unknown", "detail": error.detail}, status_code=404)
+        except ArgumentError as error:
+            PLACE_REQUESTS.labels("422").inc()
+            return JSONResponse({"status": "invalid", "detail": str(error)}, status_code=422)
+        PLACE_REQUESTS.labels("200").inc()
+        return Response(body, media_type="application/json")
 
-def _authorized(request: Request) -> JSONResponse | None:
-    try:
-        verify_internal_token(
-            bearer_token(request),
-            settings.internal_token_secret.get_secret_value(),
-            settings.internal_token_audience,
-        )
-    except InvalidInternalToken as error:
-        return JSONResponse(
-            {"detail": f"invalid internal token: {error}"}, status_code=401, headers={"WWW-Authenticate": "Bearer"}
-        )
-    return None
-
-
-async def place_endpoint(request: Request) -> Response:
-    """GET /places/resolve?place=...[&dataset=...]: the place meant and its full GeoJSON Feature, for other
-    services. 404 unknown name (with suggestions), 409 ambiguous (with candidates), 422 bad argument."""
-    denied = _authorized(request)
-    if denied is not None:
-        PLACE_REQUESTS.labels("401").inc()
-        return denied
-    try:
-        body = await runtime.get().resolved_feature(
-            request.query_params.get("place"), request.query_params.get("dataset")
-        )
-    except AmbiguousPlace as error:
-        PLACE_REQUESTS.labels("409").inc()
-        return JSONResponse(
-            {"status": "ambiguous", "detail": error.detail, "candidates": error.candidates}, status_code=409
-        )
-    except PlaceNotFound as error:
-        PLACE_REQUESTS.labels("404").inc()
-        return JSONResponse({"status": "unknown", "detail": error.detail}, status_code=404)
-    except ArgumentError as error:
-        PLACE_REQUESTS.labels("422").inc()
-        return JSONResponse({"status": "invalid", "detail": str(error)}, status_code=422)
-    PLACE_REQUESTS.labels("200").inc()
-    return Response(body, media_type="application/json")
-
-
-app = build_tool_server_app(
-    server,
-    settings,
-    readiness=runtime.readiness(),
-    extra_routes=[
+    return [
         Route("/features/{dataset}/{feature_id}", feature_endpoint, methods=["GET"]),
         Route("/places/resolve", place_endpoint, methods=["GET"]),
-    ],
-    lifespan=runtime.lifespan,
-)
+    ]
+
+
+def build_server(settings: VectorSettings) -> tuple[MCPServer[Any], Runtime]:
+    """The MCP server with its tools registered, and the runtime its tools use (started by the app's lifespan)."""
+    server = create_mcp_server("vector-tools", settings, instructions=INSTRUCTIONS)
+    runtime: Runtime = PgvectorRuntime("vector-tools", settings, EMBEDDINGS, VectorService)
+    register_tools(server, runtime, settings)
+    return server, runtime
+
+
+def create_app(settings: VectorSettings) -> Starlette:
+    server, runtime = build_server(settings)
+    return build_tool_server_app(
+        server,
+        settings,
+        readiness=runtime.readiness(),
+        extra_routes=internal_routes(runtime, settings),
+        lifespan=runtime.lifespan,
+    )
