@@ -155,7 +155,8 @@ def postgres_up() -> bool:
         finally:
             password_file.unlink(missing_ok=True)
     start_supervised("postgres")
-    wait_for(lambda: port_open(PG_PORT), "postgres", timeout=60, name="postgres")
+    # The port opens before a server that is replaying its log after a crash accepts connections.
+    wait_for(lambda: pg_accepting(binaries), "postgres", timeout=120, name="postgres")
     exists = subprocess.run(
         as_pg_user(
             [
@@ -184,6 +185,14 @@ def postgres_up() -> bool:
     ensure_app_role(PG_DB)
     say(f"postgres ready on 127.0.0.1:{PG_PORT} (database {PG_DB}, data in {PG_DATA})")
     return True
+
+
+def pg_accepting(binaries: Path) -> bool:
+    ready = subprocess.run(
+        as_pg_user([str(binaries / "pg_isready"), "-q", "-h", str(PG_SOCKET), "-p", str(PG_PORT), "-d", "postgres"]),
+        check=False,
+    )
+    return ready.returncode == 0
 
 
 def app_role_sql(database: str, owner: str = PG_USER, role: str = APP_USER, password: str = APP_PASSWORD) -> str:
