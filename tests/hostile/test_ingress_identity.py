@@ -4,10 +4,8 @@ X-Forwarded-For, and identity headers it sends never reach the gateway."""
 
 from __future__ import annotations
 
-import os
-import pwd
-import re
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -18,7 +16,9 @@ import pytest
 
 from stacgis_common.testing import REPO_ROOT, RunningService, free_port, run_service
 
-TEMPLATE = REPO_ROOT / "deploy" / "local" / "nginx.conf.template"
+sys.path.insert(0, str(REPO_ROOT / "scripts"))
+import stack_ingress  # scripts/stack_ingress.py: the nginx template as `make up` renders it
+
 SESSIONS = "/api/v1/chat/sessions"
 
 
@@ -40,13 +40,7 @@ class Ingress:
     """nginx from the local template, with its paths in `folder` and `gateway_port` as /api's upstream."""
 
     def __init__(self, folder: Path, gateway_port: int) -> None:
-        tmp = folder / "tmp"
-        for sub in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
-            (tmp / sub).mkdir(parents=True, exist_ok=True)
-        if os.geteuid() == 0:
-            nobody = pwd.getpwnam("nobody")
-            for path in [tmp, *tmp.iterdir()]:
-                os.chown(path, nobody.pw_uid, nobody.pw_gid)
+        tmp = stack_ingress.temp_dirs(folder)
         dist = folder / "dist"
         dist.mkdir(exist_ok=True)
         (dist / "index.html").write_text("<!doctype html><title>stacgis</title>")
@@ -60,7 +54,7 @@ class Ingress:
             "CSP": REPO_ROOT / "frontend" / "csp.conf",
         }
         self.port = free_port()
-        config = re.sub(r"\{\{([A-Z_]+)\}\}", lambda m: str(paths[m.group(1)]), TEMPLATE.read_text())
+        config = stack_ingress.render_template(paths)
         config = config.replace("127.0.0.1:8080", f"127.0.0.1:{self.port}")
         config = config.replace("server 127.0.0.1:8000;", f"server 127.0.0.1:{gateway_port};")
         config = config.replace("127.0.0.1:8011", "127.0.0.1:9")

@@ -239,3 +239,19 @@ def tool_server_env(pg_dsn: str, embedding_server: str) -> ToolEnv:
         }
 
     return make
+
+
+def assert_import_is_inert(package: str, env_prefix: str) -> None:
+    """Importing `package`.server and `package`.__main__ reads no settings and builds nothing (the app
+    comes from create_app(settings)): checked in a fresh interpreter whose settings cannot load (no
+    development-secret allowance, a limit that is not a number)."""
+    probe = (
+        f"import {package}.__main__\n"
+        f"import {package}.server as server\n"
+        "assert callable(server.create_app)\n"
+        "assert not any(hasattr(server, name) for name in ('app', 'settings', 'server'))\n"
+    )
+    env = {key: value for key, value in os.environ.items() if not key.startswith((env_prefix, "STACGIS_"))}
+    env[f"{env_prefix}MAX_LIMIT"] = "not-a-number"
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
