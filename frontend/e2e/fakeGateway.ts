@@ -61,6 +61,8 @@ export interface ChatRequestBody {
   spatial_context?: { drawn_geometry?: unknown; selected_feature?: unknown; map_center?: unknown; zoom?: unknown };
 }
 
+const REJECTED = "The user rejected this call";
+
 /** A 256×256 tile of one opaque orange: every raster tile of a scripted layer. */
 const TILE_PNG = solidPng(256, [230, 120, 20]);
 
@@ -90,7 +92,7 @@ function solidPng(size: number, [r, g, b]: [number, number, number]): Buffer {
 interface StoredMessage {
   role: "user" | "assistant" | "tool";
   content: string;
-  tool_calls?: { id: string; name: string; arguments: JsonObject }[];
+  tool_calls?: { id: string; name: string; arguments: JsonObject; status?: CallStatus; error?: string; error_kind?: string }[];
   tool_call_id?: string;
   created_at: string;
 }
@@ -102,6 +104,9 @@ interface Session {
   updated_at: string;
   messages: StoredMessage[];
 }
+
+/** How a call ended, as the gateway's history keeps it. */
+type CallStatus = "ok" | "rejected" | "failed";
 
 type Payload = NonNullable<MessageInitShape<typeof AgentEventSchema>["payload"]>;
 
@@ -273,7 +278,7 @@ export class FakeGateway {
       });
 
     await send({ case: "runStarted", value: { sessionId: session.id, model: "fake-model", maxSteps: 8 } });
-    const calls: { id: string; name: string; arguments: JsonObject; result: string }[] = [];
+    const calls: { id: string; name: string; arguments: JsonObject; result: string; status?: CallStatus; error?: string }[] = [];
     const tools = answer.tools ?? [];
     for (const tool of tools) {
       const callId = `call-${calls.length + 1}`;
@@ -326,9 +331,9 @@ export class FakeGateway {
           await send({ case: "toolStart", value: { callId, toolName: gated.name, arguments: gated.arguments, server: gated.server ?? "" } });
           await send({ case: "toolResult", value: { callId, toolName: gated.name, result: gated.result, durationMs: 12n } });
         } else {
-          await send({ case: "toolError", value: { callId, toolName: gated.name, error: "The user rejected this call", durationMs: 0n, kind: "rejected" } });
+          await send({ case: "toolError", value: { callId, toolName: gated.name, error: REJECTED, durationMs: 0n, kind: "rejected" } });
         }
-        calls.push({ id: callId, ...gated, result: approved ? gated.result : "rejected" });
+        calls.push({ id: callId, ...gated, result: approved ? gated.result : "rejected", ...(approved ? {} : { status: "rejected", error: REJECTED }) });
       }
     }
     if (!cancelled) {
@@ -355,7 +360,13 @@ export class FakeGateway {
       session.messages.push({
         role: "assistant",
         content: "",
-        tool_calls: calls.map((c) => ({ id: c.id, name: c.name, arguments: c.arguments })),
+        tool_calls: calls.map((c) => ({
+          id: c.id,
+          name: c.name,
+          arguments: c.arguments,
+          status: c.status ?? "ok",
+          ...(c.error ? { error: c.error, error_kind: "rejected" } : {}),
+        })),
         created_at: now,
       });
       calls.forEach((c) => session.messages.push({ role: "tool", content: c.result, tool_call_id: c.id, created_at: now }));

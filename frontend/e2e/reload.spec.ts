@@ -63,6 +63,27 @@ for (const { name, size } of VIEWPORTS) {
       await expect(page.getByTestId("run-status-composer")).toHaveCount(0);
     });
 
+    test("a call rejected at approval still reads as rejected after a reload", async ({ page }) => {
+      gateway.answers.push({
+        content: "I did not save the note.",
+        steps: [{ approval: { name: "add_knowledge", arguments: { title: "Kneiff" }, result: '{"id": "k-2"}', server: "knowledge-tools" } }],
+      });
+      await openApp(page, stack.url());
+      await ask(page, `Remember Kneiff, or not (${name})`);
+      const dialog = page.getByRole("dialog", { name: "Allow this action?" });
+      await dialog.getByRole("button", { name: "Reject" }).click();
+      await expect(lastAnswer(page)).toHaveAttribute("data-status", "complete");
+
+      await reload(page);
+      await expect(lastAnswer(page).getByTestId("answer")).toHaveText("I did not save the note.");
+      const activity = lastAnswer(page).locator(".activity-list");
+      await expect(activity.locator(".activity-approval.rejected")).toHaveText("You rejected add_knowledge");
+      await expect(activity).not.toContainText("✓");
+      await expect(activity).not.toContainText("called");
+      expect(await seriousViolations(page)).toEqual([]);
+      await shot(page, `reload-rejected-${name}`);
+    });
+
     test("a reload while the answer is written follows it to its end", async ({ page }) => {
       gateway.answers.push({ content: "is 348 m.", steps: [{ text: "The mean elevation " }, { hold: true }] });
       await openApp(page, stack.url());

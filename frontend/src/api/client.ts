@@ -18,6 +18,12 @@ export interface HistoryToolCall {
   name?: string;
   arguments?: unknown;
   function?: { name?: string; arguments?: unknown };
+  /** How the call ended (absent in history stored before the gateway kept it). */
+  status?: "ok" | "rejected" | "failed";
+  /** Why a rejected or failed call did not run. */
+  error?: string;
+  /** The orchestrator's ToolError kind ("rejected", "approval_timeout", "tool_failed", …). */
+  error_kind?: string;
 }
 
 export interface HistoryMessage {

@@ -69,4 +69,27 @@ describe("messagesFromHistory", () => {
     expect(a.map((m) => m.id)).toEqual(b.map((m) => m.id));
     expect(new Set(a.map((m) => m.id)).size).toBe(2);
   });
+
+  it("shows a call rejected at approval as rejected and a failed call as failed", () => {
+    const [, answer] = messagesFromHistory("s3", [
+      { role: "user", content: "Save a note, then look up rain" },
+      {
+        role: "assistant",
+        content: "",
+        tool_calls: [
+          { id: "c1", name: "add_knowledge", arguments: { title: "Kneiff" }, status: "rejected", error: "The user rejected the call", error_kind: "rejected" },
+          { id: "c2", name: "get_timeseries", arguments: {}, status: "failed", error: "catalog unreachable", error_kind: "tool_failed" },
+          { id: "c3", name: "add_knowledge", arguments: {}, status: "rejected", error: "no answer in time", error_kind: "approval_timeout" },
+          { id: "c4", name: "list_raster_collections", arguments: {}, status: "ok" },
+        ],
+      },
+      { role: "assistant", content: "I did not save it." },
+    ]);
+    expect(answer.activities.map((a) => [a.kind, a.toolName, a.status, a.text])).toEqual([
+      ["approval", "add_knowledge", "rejected", "The user rejected the call"],
+      ["tool", "get_timeseries", "error", "catalog unreachable"],
+      ["tool", "add_knowledge", "error", "no answer in time"],
+      ["tool", "list_raster_collections", "ok", undefined],
+    ]);
+  });
 });

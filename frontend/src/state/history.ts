@@ -21,6 +21,21 @@ function callArguments(call: HistoryToolCall): JsonObject | undefined {
 }
 
 /**
+ * The activity entry of a stored call: a call the user rejected at approval reads as
+ * rejected, a failed one (or one not approved in time) as failed with its reason.
+ */
+function callActivity(call: HistoryToolCall, id: string): Activity {
+  const base = { id, step: 0, toolName: callName(call), callId: call.id, arguments: callArguments(call) };
+  if (call.status === "rejected" && call.error_kind !== "approval_timeout") {
+    return { ...base, kind: "approval", status: "rejected", text: call.error };
+  }
+  if (call.status === "rejected" || call.status === "failed") {
+    return { ...base, kind: "tool", status: "error", text: call.error || "the call did not run" };
+  }
+  return { ...base, kind: "tool", status: "ok" };
+}
+
+/**
  * Turns stored history into conversation bubbles: user and assistant messages
  * with text; the tool calls an assistant made on the way to its answer become
  * that answer's activity entries, and `generate_chart` calls its charts again.
@@ -47,21 +62,11 @@ export function messagesFromHistory(sessionId: string, history: HistoryMessage[]
     }
     if (msg.role !== "assistant") return; // tool results and system prompts stay hidden
     (msg.tool_calls ?? []).forEach((call, callIndex) => {
-      const name = callName(call);
-      const args = callArguments(call);
-      const activityId = `${id}:c${callIndex}`;
-      pendingActivities.push({
-        id: activityId,
-        kind: "tool",
-        step: 0,
-        toolName: name,
-        callId: call.id,
-        status: "ok",
-        arguments: args,
-      });
-      if (name === "generate_chart") {
-        const config = chartConfigFrom(args);
-        if (config) pendingCharts.push({ id: activityId, config });
+      const activity = callActivity(call, `${id}:c${callIndex}`);
+      pendingActivities.push(activity);
+      if (activity.toolName === "generate_chart" && activity.status === "ok") {
+        const config = chartConfigFrom(activity.arguments);
+        if (config) pendingCharts.push({ id: activity.id, config });
       }
     });
     if (!msg.content) return;

@@ -8,6 +8,7 @@ the user's message:
     [deltas=N]   answer in N content deltas (default 4)     [slow=S]   spread the answer over S seconds
     [tool]       call a (pretend) MCP tool first             [frontend] emit a frontend_tool event
     [approval]   wait for an approval before the tool        [thinking] stream some thinking first
+    [toolfail]   the tool call fails (a tool_error of kind tool_failed)
     [error]      end with an error event after half the answer
     [die]        exit the whole process after half the answer (the orchestrator dying mid-run)
     [hang]       after the first delta, wait until cancelled
@@ -109,7 +110,7 @@ async def script(request: run_pb2.RunRequest, run_id: str) -> AsyncIterator[Serv
     if "thinking" in plan:
         for piece in ("Let me ", "think."):
             yield emit.event(thinking=events_pb2.Thinking(text=piece))
-    if "tool" in plan:
+    if "tool" in plan or "toolfail" in plan:
         arguments = {"bbox": [5.8, 47.3, 15.0, 55.1]}
         call_id = f"call-{run_id[:8]}"
         yield emit.event(
@@ -133,7 +134,14 @@ async def script(request: run_pb2.RunRequest, run_id: str) -> AsyncIterator[Serv
             )
             approved, _ = await asyncio.wait_for(future, 30)
         tool_calls += 1
-        if approved:
+        if "toolfail" in plan:
+            result = "raster-tools failed: the catalog is unreachable"
+            yield emit.event(
+                tool_error=events_pb2.ToolError(
+                    call_id=call_id, tool_name="list_raster_collections", error=result, kind="tool_failed"
+                )
+            )
+        elif approved:
             result = '{"collections": ["dem"]}'
             yield emit.event(
                 tool_result=events_pb2.ToolResult(
@@ -143,7 +151,9 @@ async def script(request: run_pb2.RunRequest, run_id: str) -> AsyncIterator[Serv
         else:
             result = "rejected by the user"
             yield emit.event(
-                tool_error=events_pb2.ToolError(call_id=call_id, tool_name="list_raster_collections", error=result)
+                tool_error=events_pb2.ToolError(
+                    call_id=call_id, tool_name="list_raster_collections", error=result, kind="rejected"
+                )
             )
         call = run_pb2.ToolCall(id=call_id, name="list_raster_collections", arguments=arguments)
         new_messages.append(run_pb2.ChatMessage(role="assistant", content="", tool_calls=[call]))

@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 import pytest
 import redis
-from gateway_helpers import Gateways, chat, database, gateway_env, new_user, services, user
+from gateway_helpers import Gateways, chat, database, gateway_env, new_user, resume, services, user
 
 from stacgis_common.testing import free_port
 
@@ -107,3 +107,41 @@ async def test_grounding_is_forwarded_and_kept_with_the_answer(gateways: Gateway
         runs = (await client.get(f"{gateways.orchestrator.url}/_scripted/runs")).json()
         sent = next(run for run in runs if run["run_id"] == follow.run_id)["history"]
         assert sent[-1]["content"] == answer and "grounding" not in sent[-1]
+
+
+@pytest.mark.asyncio
+async def test_history_keeps_whether_each_call_ran_was_rejected_or_failed(gateways: Gateways) -> None:
+    mona = new_user()
+    async with httpx.AsyncClient(timeout=30) as client:
+        ran = await chat(client, gateways.a.url, "[tool] what collections?", user(mona))
+        session = ran.session_id
+        head = await chat(
+            client, gateways.a.url, "[tool][approval] again", user(mona), session_id=session, stop_after=3
+        )
+        approval_id = head.events[-1].data["approvalRequired"]["approvalId"]
+        refused = await client.post(
+            f"{gateways.b.url}/api/v1/chat/approvals/{approval_id}", json={"approved": False}, headers=user(mona)
+        )
+        assert refused.status_code == 200
+        rest = await resume(client, gateways.b.url, head.run_id, head.events[-1].id, user(mona))
+        assert rest.names[-1] == "done"
+        await chat(client, gateways.b.url, "[toolfail] once more", user(mona), session_id=session)
+
+        url = f"{gateways.b.url}/api/v1/chat/session/{session}/history"
+        history = (await client.get(url, headers=user(mona))).json()["messages"]
+        calls = [call for m in history if m["role"] == "assistant" for call in m.get("tool_calls", [])]
+        assert [(c["name"], c["status"]) for c in calls] == [
+            ("list_raster_collections", "ok"),
+            ("list_raster_collections", "rejected"),
+            ("list_raster_collections", "failed"),
+        ]
+        assert "error" not in calls[0]
+        assert calls[1]["error"] == "rejected by the user" and calls[1]["error_kind"] == "rejected"
+        assert "unreachable" in calls[2]["error"] and calls[2]["error_kind"] == "tool_failed"
+
+        # The model's history carries the calls as the contract has them: no outcome fields.
+        follow = await chat(client, gateways.a.url, "and now?", user(mona), session_id=session)
+        runs = (await client.get(f"{gateways.orchestrator.url}/_scripted/runs")).json()
+        sent = next(run for run in runs if run["run_id"] == follow.run_id)["history"]
+        sent_calls = [call for m in sent for call in m.get("toolCalls", [])]
+        assert len(sent_calls) == 3 and all(set(call) <= {"id", "name", "arguments"} for call in sent_calls)

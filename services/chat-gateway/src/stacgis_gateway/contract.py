@@ -33,6 +33,12 @@ SSE_NAMES: dict[str, str] = {
 }
 
 
+# ToolError kinds that mean the user did not let the call run (refused it, or never answered).
+REJECTED_KINDS = frozenset({"rejected", "approval_timeout"})
+# A failed call's error as the history keeps it.
+MAX_CALL_ERROR_CHARS = 500
+
+
 class InvalidEvent(ValueError):
     """An orchestrator event that is not an AgentEvent with a payload."""
 
@@ -94,6 +100,8 @@ class RunSummary:
     step: int = 0
     content: list[str] = field(default_factory=list)
     tool_calls: int = 0
+    # How each call ended, by call id: {"status": "ok" | "rejected" | "failed", "error"?, "error_kind"?}.
+    call_outcomes: dict[str, dict[str, str]] = field(default_factory=dict)
     done: events_pb2.Done | None = None
     error: events_pb2.Error | None = None
 
@@ -109,6 +117,17 @@ class RunSummary:
             self.content.append(message.content.text)
         elif payload == "tool_start":
             self.tool_calls += 1
+        elif payload == "tool_result":
+            self.call_outcomes[message.tool_result.call_id] = {"status": "ok"}
+        elif payload == "frontend_tool":
+            self.call_outcomes[message.frontend_tool.call_id] = {"status": "ok"}
+        elif payload == "tool_error":
+            failure = message.tool_error
+            self.call_outcomes[failure.call_id] = {
+                "status": "rejected" if failure.kind in REJECTED_KINDS else "failed",
+                "error": failure.error[:MAX_CALL_ERROR_CHARS],
+                "error_kind": failure.kind,
+            }
         elif payload == "done":
             self.done = message.done
         elif payload == "error":
@@ -165,6 +184,9 @@ class RunSummary:
         if not parsed:
             content = self.done.content
             parsed = [ChatMessage(role="assistant", content=content)] if content else []
+        for item in parsed:
+            for call in item.tool_calls:
+                call.update(self.call_outcomes.get(call["id"], {}))
         answers = [m for m in parsed if m.role == "assistant" and m.content and not m.tool_calls]
         if self.done.HasField("grounding") and answers:
             answers[-1].grounding = json_format.MessageToDict(self.done.grounding)

@@ -170,6 +170,13 @@ class ToolCallOut(BaseModel):
     id: str
     name: str
     arguments: dict[str, Any]
+    status: Literal["ok", "rejected", "failed"] | None = Field(
+        default=None,
+        description="How the call ended: ran, rejected by the user at approval (or not approved in time), "
+        "or failed; absent in history stored before outcomes were kept",
+    )
+    error: str | None = Field(default=None, description="Why a rejected or failed call did not run")
+    error_kind: str | None = Field(default=None, description="The orchestrator's ToolError kind")
 
 
 class HistoryMessage(BaseModel):
