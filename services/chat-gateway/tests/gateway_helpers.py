@@ -39,6 +39,9 @@ def gateway_env(port: int, pg_dsn: str, redis_url: str, orchestrator_url: str, *
         "GATEWAY_DATABASE_URL": pg_dsn,
         "GATEWAY_REDIS_URL": redis_url,
         "GATEWAY_ORCHESTRATOR_URL": orchestrator_url,
+        # The scripted orchestrator stands in for vector-tools' place search too.
+        "GATEWAY_VECTOR_TOOLS_URL": orchestrator_url,
+        "GATEWAY_PLACE_SEARCH_TIMEOUT_SECONDS": "1",
         "GATEWAY_AUTH_MODE": "trusted-header",
         "GATEWAY_TRUSTED_PROXIES": "127.0.0.1/32",
         "GATEWAY_TRUSTED_USER_HEADER": "X-Forwarded-User",

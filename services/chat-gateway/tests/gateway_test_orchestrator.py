@@ -14,6 +14,9 @@ the user's message:
     [hang]       after the first delta, wait until cancelled
 
 `GET /_scripted/runs` lists the requests received (with the verified identity) for assertions.
+
+It also stands in for vector-tools' internal place search (`GET /places/search?q=&limit=`, internal token
+verified) over three places; the words `slow`, `broken` and `refused` make it hang, fail (500) or refuse (422).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Annotated, Any
 
 import uvicorn
 from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.responses import JSONResponse
 from google.protobuf import json_format
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
@@ -247,6 +251,33 @@ async def approve(approval_id: str, request: Request, _: Annotated[Identity, Dep
         raise HTTPException(409, "already answered")
     future.set_result((decision.approved, decision.reason or None))
     return {"approvalId": approval_id, "status": "approved" if decision.approved else "rejected"}
+
+
+PLACES = [
+    {"name": "Luxembourg", "kind": "country", "ref": "countries/LUX", "bbox": [5.73, 49.45, 6.53, 50.18]},
+    {"name": "Luxembourg", "kind": "city", "country": "Luxembourg", "ref": "cities/2960316", "point": [6.13, 49.61]},
+    {"name": "Berlin", "kind": "city", "country": "Germany", "ref": "cities/2950159", "point": [13.41, 52.52]},
+]
+place_searches: list[dict[str, Any]] = []
+
+
+@app.get("/places/search")
+async def places(q: str, limit: int, identity: Annotated[Identity, Depends(verified)]) -> Any:
+    place_searches.append({"q": q, "limit": limit, "user_id": identity.user_id})
+    if "slow" in q:
+        await asyncio.sleep(30)
+    if "broken" in q:
+        raise HTTPException(500, "the place index is broken")
+    if "refused" in q:
+        return JSONResponse({"status": "invalid", "detail": "q: these words are refused"}, status_code=422)
+    found = [{**place, "dataset": place["ref"].split("/")[0], "matched_by": "name"} for place in PLACES]
+    results = [place for place in found if str(place["name"]).lower().startswith(q.lower())][:limit]
+    return {"query": q, "results": results, "count": len(results)}
+
+
+@app.get("/_scripted/places")
+async def searched() -> list[dict[str, Any]]:
+    return place_searches
 
 
 @app.get("/_scripted/runs")

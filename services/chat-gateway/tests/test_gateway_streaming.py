@@ -79,6 +79,7 @@ async def test_stream_sends_contract_events_and_stores_the_run(
                 "id": messages[1]["tool_calls"][0]["id"],
                 "name": "list_raster_collections",
                 "arguments": {"bbox": [5.8, 47.3, 15.0, 55.1]},
+                "status": "ok",
             }
         ]
         assert messages[2]["tool_call_id"] == messages[1]["tool_calls"][0]["id"]

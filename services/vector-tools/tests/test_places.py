@@ -242,3 +242,33 @@ async def test_bbox_query_by_place_uses_the_boundary(vector_server: RunningServi
     assert not error and both["place"]["note"] == "place used; bbox ignored", both
     error, text = await call_tool(vector_server.url, "query_vector_by_bbox", {"dataset": "cities", "place": "Nairobi"})
     assert error and "place" in text and "point" in text, text
+
+
+async def test_internal_place_search_gives_a_search_box_its_candidates(vector_server: RunningService) -> None:
+    url = vector_server.url + "/places/search"
+    headers = {"Authorization": f"Bearer {token_for('chat-gateway')}"}
+    async with httpx.AsyncClient(timeout=30) as client:
+        assert (await client.get(url, params={"q": "Luxem"})).status_code == 401
+        found = await client.get(url, params={"q": "Luxem", "limit": 5}, headers=headers)
+        assert found.status_code == 200, found.text
+        results = found.json()["results"]
+        # The name typed so far: the country first (exact names, then prefixes, larger places first).
+        country = results[0]
+        assert (country["ref"], country["kind"], country["matched_by"]) == ("countries/LUX", "country", "name prefix")
+        assert len(country["bbox"]) == 4 and "geometry" not in country
+        assert len(results) <= 5
+        berlin = (await client.get(url, params={"q": "berlin", "limit": 1}, headers=headers)).json()["results"]
+        assert [(p["name"], p["kind"], p["country"], p["matched_by"]) for p in berlin] == [
+            ("Berlin", "city", "Germany", "name")
+        ]
+        assert len(berlin[0]["point"]) == 2
+        nothing = await client.get(url, params={"q": "Qwertyzxcv"}, headers=headers)
+        assert nothing.status_code == 200 and nothing.json()["results"] == []
+        for params, name in (
+            ({}, "q"),
+            ({"q": "  "}, "q"),
+            ({"q": "Paris", "limit": "x"}, "limit"),
+            ({"q": "Paris", "limit": 0}, "limit"),
+        ):
+            bad = await client.get(url, params=params, headers=headers)
+            assert bad.status_code == 422 and bad.json()["detail"].startswith(f"{name}:"), (params, bad.text)

@@ -24,7 +24,7 @@ from starlette.routing import Route
 from stacgis_common.health import health_routes
 from stacgis_common.telemetry import OTEL_ASGI_OPTIONS, MetricsMiddleware, metrics_endpoint, setup_telemetry
 
-from .api import chat, mcp_proxy, meta, runs, sessions, tokens
+from .api import chat, mcp_proxy, meta, places, runs, sessions, tokens
 from .api.problems import ApiProblem, problem_handler
 from .auth import CookieMiddleware, build_authenticator
 from .bodylimit import BodyLimitMiddleware
@@ -213,7 +213,7 @@ def create_app(settings: GatewaySettings) -> FastAPI:
             Middleware(CookieMiddleware),
         ],
     )
-    for router in (chat.router, sessions.router, runs.router, meta.router, tokens.router):
+    for router in (chat.router, sessions.router, runs.router, meta.router, tokens.router, places.router):
         app.include_router(router, prefix=API_PREFIX)
     app.include_router(mcp_proxy.router)
     app.add_exception_handler(ApiProblem, problem_handler)

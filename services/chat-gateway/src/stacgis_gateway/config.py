@@ -85,6 +85,8 @@ class GatewaySettings(ServiceSettings):
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
     max_geojson_bytes: int = Field(default=262_144, ge=64)
     max_title_chars: int = Field(default=200, ge=1)
+    # A conversation's saved map (view, layers, selection), as JSON.
+    max_map_state_bytes: int = Field(default=524_288, ge=1024)
     # Runs a user may start per minute; 0 disables the limit.
     rate_limit_per_minute: int = Field(default=30, ge=0)
     # Requests without an identity (no valid cookie: each gets a fresh anonymous id) one client address
@@ -126,6 +128,12 @@ class GatewaySettings(ServiceSettings):
     # MCP requests one user's clients may make per minute over all replicas (0: no limit).
     mcp_requests_per_minute: int = Field(default=600, ge=0)
     public_base_url: str | None = None
+
+    # The map's place search box: vector-tools' internal place search (unset: the `vector` MCP server's
+    # URL without /mcp), how long one search may take, and searches per user and minute (0: no limit).
+    vector_tools_url: str | None = None
+    place_search_timeout_seconds: float = Field(default=5.0, gt=0, le=60)
+    place_search_per_minute: int = Field(default=120, ge=0)
 
     model_label: str = "qwen3"
     provider_label: str = "ollama"
@@ -170,6 +178,14 @@ class GatewaySettings(ServiceSettings):
         if self.auth_mode == "trusted-header" and not self.trusted_proxies:
             raise ValueError("GATEWAY_AUTH_MODE=trusted-header needs GATEWAY_TRUSTED_PROXIES (the proxy's addresses)")
         return self
+
+    @property
+    def places_url(self) -> str | None:
+        """Base URL of vector-tools (its /places endpoints), or None when no vector server is configured."""
+        if self.vector_tools_url:
+            return self.vector_tools_url.rstrip("/")
+        mcp = self.mcp_servers.get("vector")
+        return mcp.rstrip("/").removesuffix("/mcp") if mcp else None
 
     @property
     def gate_refresh_seconds(self) -> float:

@@ -113,23 +113,158 @@ def check_chat_request(request: ChatRequest, settings: GatewaySettings) -> None:
         )
     context = request.spatial_context
     if context is not None:
-        for name, check in (("selected_feature", check_feature), ("drawn_geometry", check_geometry)):
-            value = getattr(context, name)
-            if value is None:
-                continue
-            loc = ("body", "spatial_context", name)
-            size = len(json.dumps(value, separators=(",", ":")))
-            if size > settings.max_geojson_bytes:
-                errors.append(
-                    _error(loc, f"{name} is {size} bytes of GeoJSON; at most {settings.max_geojson_bytes} are allowed")
-                )
-                continue
-            try:
-                check(value)
-            except ValueError as error:
-                errors.append(_error(loc, str(error)))
+        errors += _geojson_errors(
+            context.selected_feature, context.drawn_geometry, ("body", "spatial_context"), settings
+        )
     if errors:
         raise RequestValidationError(errors)
+
+
+def _geojson_errors(
+    feature: dict[str, Any] | None, geometry: dict[str, Any] | None, at: tuple[str, ...], settings: GatewaySettings
+) -> list[dict[str, Any]]:
+    """What is wrong with a selected feature and a drawn geometry (size, GeoJSON, WGS84 ranges)."""
+    errors: list[dict[str, Any]] = []
+    for name, value, check in (
+        ("selected_feature", feature, check_feature),
+        ("drawn_geometry", geometry, check_geometry),
+    ):
+        if value is None:
+            continue
+        loc = (*at, name)
+        size = len(json.dumps(value, separators=(",", ":")))
+        if size > settings.max_geojson_bytes:
+            errors.append(
+                _error(loc, f"{name} is {size} bytes of GeoJSON; at most {settings.max_geojson_bytes} are allowed")
+            )
+            continue
+        try:
+            check(value)
+        except ValueError as error:
+            errors.append(_error(loc, str(error)))
+    return errors
+
+
+# A conversation's map: at most this many raster layers, tile URLs per layer, and characters per URL.
+MAX_MAP_LAYERS = 20
+MAX_TILE_URLS = 4
+MAX_URL_CHARS = 2048
+BASEMAPS = ("light", "dark", "satellite")
+
+
+def _web_url(value: str) -> str:
+    """An http(s) URL or a path on this site (tiles are served beside the app)."""
+    if not (value.startswith(("http://", "https://")) or (value.startswith("/") and not value.startswith("//"))):
+        raise ValueError("must be an http(s) URL or a path starting with /")
+    return _clean_text(value)
+
+
+def _basemap(value: str) -> str:
+    return value if value in BASEMAPS else _web_url(value)
+
+
+def _box(value: list[float] | None) -> list[float] | None:
+    if value is None:
+        return None
+    west, south, east, north = value
+    if not (-180 <= west <= 180 and -180 <= east <= 180 and -90 <= south <= north <= 90):
+        raise ValueError("must be [west, south, east, north] in WGS84 degrees")
+    return value
+
+
+def _absent(value: Any) -> bool:
+    return value is None
+
+
+WebUrl = Annotated[str, Field(min_length=1, max_length=MAX_URL_CHARS), AfterValidator(_web_url)]
+Box = Annotated[list[Annotated[float, Field(allow_inf_nan=False)]], Field(min_length=4, max_length=4)]
+
+
+class MapView(BaseModel):
+    model_config = STRICT
+
+    center: LatLon
+    zoom: float = Field(ge=0, le=24, allow_inf_nan=False)
+    bearing: float = Field(default=0, ge=-360, le=360, allow_inf_nan=False, description="Degrees clockwise from north")
+    pitch: float = Field(default=0, ge=0, le=85, allow_inf_nan=False)
+
+
+class MapLayerSource(BaseModel):
+    """A raster tile source as MapLibre takes it (from the collection's TileJSON)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    type: Literal["raster"] = "raster"
+    tiles: list[WebUrl] = Field(min_length=1, max_length=MAX_TILE_URLS)
+    tile_size: int = Field(default=256, ge=64, le=1024, alias="tileSize")
+    # Left out when absent, as MapLibre wants them (it refuses nulls).
+    bounds: Annotated[Box | None, AfterValidator(_box)] = Field(default=None, exclude_if=_absent)
+    minzoom: float | None = Field(default=None, ge=0, le=24, allow_inf_nan=False, exclude_if=_absent)
+    maxzoom: float | None = Field(default=None, ge=0, le=24, allow_inf_nan=False, exclude_if=_absent)
+    attribution: CleanText | None = Field(default=None, max_length=1000, exclude_if=_absent)
+
+
+class MapLayer(BaseModel):
+    """A raster layer the agent or the user put on the map."""
+
+    model_config = STRICT
+
+    id: str = Field(pattern=r"^raster:[A-Za-z0-9][A-Za-z0-9._-]{0,127}$", description="raster:<collection id>")
+    source: MapLayerSource
+    legend: CleanJson = Field(default=None, description="The legend the app drew for it (title, colours, range, units)")
+    origin: Literal["agent", "user"]
+    visible: StrictBool = True
+    opacity: float = Field(default=1, ge=0, le=1, allow_inf_nan=False)
+
+
+class MapState(BaseModel):
+    """A conversation's map: view, basemap, layers bottom to top, and the selection."""
+
+    model_config = STRICT
+
+    view: MapView
+    basemap: Annotated[str, Field(max_length=MAX_URL_CHARS), AfterValidator(_basemap)] = Field(
+        default="light", description="light, dark, satellite or a style URL"
+    )
+    basemap_visible: StrictBool = True
+    basemap_opacity: float = Field(default=1, ge=0, le=1, allow_inf_nan=False)
+    layers: list[MapLayer] = Field(default_factory=list, max_length=MAX_MAP_LAYERS)
+    selected_feature: CleanJson = Field(default=None, description="The GeoJSON Feature the user clicked (WGS84)")
+    drawn_geometry: CleanJson = Field(default=None, description="A GeoJSON geometry the user drew (WGS84)")
+
+
+class SavedMapState(BaseModel):
+    map_state: MapState | None = Field(description="null until the app first saves the conversation's map")
+    updated_at: datetime | None
+
+
+def check_map_state(state: MapState, settings: GatewaySettings) -> None:
+    """The checks whose limits are settings (whole size, GeoJSON of the selection); a 422 naming each field."""
+    errors = _geojson_errors(state.selected_feature, state.drawn_geometry, ("body",), settings)
+    size = len(state.model_dump_json(by_alias=True))
+    if size > settings.max_map_state_bytes:
+        errors.append(
+            _error(("body",), f"the map state is {size} bytes; at most {settings.max_map_state_bytes} are allowed")
+        )
+    if errors:
+        raise RequestValidationError(errors)
+
+
+class PlaceCandidate(BaseModel):
+    """A place the search box offers: what it is, and where (a point or a box)."""
+
+    name: str
+    kind: str = Field(description="country, territory, city, state, county, …")
+    country: str | None = None
+    ref: str = Field(description="<dataset>/<id>, as the tools take a place")
+    point: list[float] | None = Field(default=None, description="[lon, lat] of a point place")
+    bbox: list[float] | None = Field(default=None, description="[west, south, east, north] of an area")
+    population: int | None = None
+
+
+class PlaceResults(BaseModel):
+    query: str
+    results: list[PlaceCandidate]
 
 
 class Capacity(BaseModel):

@@ -142,6 +142,36 @@ class HistoryStore:
             return None
         return SessionRow(str(row["id"]), row["user_id"], row["title"], row["created_at"], row["updated_at"])
 
+    async def map_state(self, session_id: str, user_id: str) -> tuple[dict[str, Any] | None, datetime | None] | None:
+        """(saved map state or None, when it was saved) of the user's session; None if no such session."""
+        async with self._pool.acquire() as connection:
+            await _init_json(connection)
+            row = await connection.fetchrow(
+                "SELECT map_state, map_state_updated_at FROM gateway.sessions WHERE id = $1 AND user_id = $2",
+                uuid.UUID(session_id),
+                user_id,
+            )
+        if row is None:
+            return None
+        return row["map_state"], row["map_state_updated_at"]
+
+    async def save_map_state(self, session_id: str, user_id: str, state: dict[str, Any]) -> datetime | None:
+        """Replace the session's map state (the session's place in the list does not change); None if no such
+        session for this user."""
+        async with self._pool.acquire() as connection:
+            await _init_json(connection)
+            saved: datetime | None = await connection.fetchval(
+                """
+                UPDATE gateway.sessions SET map_state = $3, map_state_updated_at = now()
+                 WHERE id = $1 AND user_id = $2
+                RETURNING map_state_updated_at
+                """,
+                uuid.UUID(session_id),
+                user_id,
+                _clean(state),
+            )
+        return saved
+
     async def delete_session(self, session_id: str, user_id: str) -> bool:
         result = await self._pool.execute(
             "DELETE FROM gateway.sessions WHERE id = $1 AND user_id = $2", uuid.UUID(session_id), user_id

@@ -114,7 +114,7 @@ def register_tools(server: MCPServer[Any], runtime: Runtime, settings: VectorSet
 
 
 def internal_routes(runtime: Runtime, settings: VectorSettings) -> list[BaseRoute]:
-    """GET /features/... and /places/resolve: full geometries for other services, behind the internal token."""
+    """GET /features/..., /places/resolve and /places/search: for other services, behind the internal token."""
 
     def authorized(request: Request) -> JSONResponse | None:
         try:
@@ -168,9 +168,30 @@ def internal_routes(runtime: Runtime, settings: VectorSettings) -> list[BaseRout
         PLACE_REQUESTS.labels("200").inc()
         return Response(body, media_type="application/json")
 
+    async def place_search_endpoint(request: Request) -> Response:
+        """GET /places/search?q=...[&limit=...]: a search box's candidates (no geometries), for the gateway.
+        422 names the bad argument."""
+        denied = authorized(request)
+        if denied is not None:
+            PLACE_REQUESTS.labels("401").inc()
+            return denied
+        raw_limit = request.query_params.get("limit", str(settings.default_limit))
+        try:
+            limit: Any = int(raw_limit)
+        except ValueError:
+            limit = raw_limit  # refused below, naming limit
+        try:
+            body = await runtime.get().search_places(request.query_params.get("q"), limit)
+        except ArgumentError as error:
+            PLACE_REQUESTS.labels("422").inc()
+            return JSONResponse({"status": "invalid", "detail": str(error)}, status_code=422)
+        PLACE_REQUESTS.labels("200").inc()
+        return JSONResponse(body)
+
     return [
         Route("/features/{dataset}/{feature_id}", feature_endpoint, methods=["GET"]),
         Route("/places/resolve", place_endpoint, methods=["GET"]),
+        Route("/places/search", place_search_endpoint, methods=["GET"]),
     ]
 
 

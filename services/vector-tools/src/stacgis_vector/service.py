@@ -28,6 +28,8 @@ MAX_FEATURE_ID_CHARS = 100
 SUGGESTIONS = 3
 MAX_SIMPLIFY_DEGREES = 10.0
 RESULT_DECIMALS = 6
+# How a place search candidate matched, by store.rank_by_name's tier.
+PLACE_MATCHES = {store.NAME_TIER: "name", store.ALTERNATE_NAME_TIER: "alternate name", store.PREFIX_TIER: "name prefix"}
 
 
 def _round(values: list[float], decimals: int = 5) -> list[float]:
@@ -227,6 +229,23 @@ class VectorService:
         except places.AmbiguousPlace as error:
             return {"query": place, "status": "ambiguous", "message": error.detail, "candidates": error.candidates}
         return {"query": place, "status": "resolved", "place": resolved.place}
+
+    async def search_places(self, query: Any, limit: Any) -> dict[str, Any]:
+        """A search box's candidates: places whose name or alternate name is the words typed, then those
+        whose name starts with them, then full-text matches; each described as resolve_place describes a
+        place (name, kind, country, point or box, ref). Names only, no embeddings: cheap per keystroke."""
+        text = text_argument(query, "q", self.settings.max_query_chars)
+        count = limit_argument(limit, self.settings.max_limit)
+        everywhere = store.Filters(dataset=None, box=None)
+        by_name = await store.rank_by_name(self.pool, normalize_name(text), everywhere, count)
+        matched_by = {key: PLACE_MATCHES[tier] for key, tier in by_name}
+        if len(matched_by) < count:
+            for key in await store.rank_by_text(self.pool, text, everywhere, count):
+                matched_by.setdefault(key, "words")
+        keys = list(matched_by)[:count]
+        rows = await store.summaries(self.pool, keys)
+        results = [places.describe(rows[key], matched_by[key]) for key in keys if key in rows]
+        return {"query": text, "results": results, "count": len(results)}
 
     async def resolved_feature(self, place: Any, dataset: Any) -> str:
         """{"place": ..., "feature": full GeoJSON Feature} of a resolved place, serialised (internal endpoint)."""

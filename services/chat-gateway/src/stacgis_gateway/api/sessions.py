@@ -7,17 +7,21 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
 from fastapi.exceptions import RequestValidationError
+from pydantic import ValidationError
 
 from ..deps import GatewayDep, UserId
 from ..schemas import (
     ActiveRun,
     History,
     HistoryMessage,
+    MapState,
     Problem,
     RenameRequest,
+    SavedMapState,
     SessionOut,
     SessionSummary,
     ToolCallOut,
+    check_map_state,
 )
 from .problems import ApiProblem, not_found
 
@@ -84,6 +88,41 @@ async def rename(session_id: uuid.UUID, body: RenameRequest, gateway: GatewayDep
     if row is None:
         raise not_found("session")
     return SessionOut(id=row.id, title=row.title, created_at=row.created_at, updated_at=row.updated_at)
+
+
+@router.get(
+    "/session/{session_id}/map-state",
+    summary="The session's map (view, layers, selection) as last saved",
+    response_model=SavedMapState,
+    responses=NOT_FOUND,
+)
+async def get_map_state(session_id: uuid.UUID, gateway: GatewayDep, user_id: UserId) -> SavedMapState:
+    found = await gateway.store.map_state(str(session_id), user_id)
+    if found is None:
+        raise not_found("session")
+    state, updated_at = found
+    if state is None:
+        return SavedMapState(map_state=None, updated_at=None)
+    try:
+        return SavedMapState(map_state=MapState.model_validate(state), updated_at=updated_at)
+    except ValidationError:
+        # Saved under older rules: nothing usable to restore (the app saves a fresh one).
+        return SavedMapState(map_state=None, updated_at=None)
+
+
+@router.put(
+    "/session/{session_id}/map-state",
+    summary="Save the session's map (replaces what was saved)",
+    response_model=SavedMapState,
+    responses=NOT_FOUND,
+)
+async def put_map_state(session_id: uuid.UUID, body: MapState, gateway: GatewayDep, user_id: UserId) -> SavedMapState:
+    check_map_state(body, gateway.settings)
+    state = body.model_dump(mode="json", by_alias=True)
+    saved_at = await gateway.store.save_map_state(str(session_id), user_id, state)
+    if saved_at is None:
+        raise not_found("session")
+    return SavedMapState(map_state=body, updated_at=saved_at)
 
 
 @router.delete(
