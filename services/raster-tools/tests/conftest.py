@@ -108,3 +108,29 @@ def raster_service(demo_data: Path, vector_server: VectorFeatureServer) -> Itera
     }
     with run_service("stacgis_raster", env, port, ready_path="/readyz") as service:
         yield service.url
+
+
+@pytest.fixture(scope="session")
+def stac_api(demo_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real STAC API server (rustac) over the demo catalog; its root URL."""
+    port = free_port()
+    env = {
+        "STAC_API_CATALOG": str(demo_data),
+        "STAC_API_DIR": str(tmp_path_factory.mktemp("stac-api")),
+        "STAC_API_PORT": str(port),
+    }
+    with run_service("stacgis_raster.demo_data.stac_api", env, port, ready_path="/conformance") as server:
+        yield server.url
+
+
+@pytest.fixture(scope="session")
+def api_backed_service(stac_api: str, stac_dir: Path) -> Iterator[str]:
+    port = free_port()
+    env = {
+        "RASTER_PORT": str(port),
+        "RASTER_STAC_URL": f"{stac_api}/",
+        "RASTER_ALLOWED_LOCAL_ROOTS": json.dumps([str(stac_dir)]),
+        "RASTER_LOG_LEVEL": "WARNING",
+    }
+    with run_service("stacgis_raster", env, port, ready_path="/readyz") as service:
+        yield service.url

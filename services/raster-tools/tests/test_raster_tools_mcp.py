@@ -31,6 +31,8 @@ EXPECTED_IDS = {
     "jacksboro-dem",
     "global-precipitation-2016",
     "global-land-mask",
+    "landsat7-olinda-scenes",
+    "bcsd-1999-scenes",
 }
 BCSD = f"{STARS}/nc/bcsd_obs_1999.nc"
 
@@ -63,6 +65,9 @@ async def test_tools_are_listed_read_only_with_schemas(raster_service: str) -> N
             "get_timeseries",
             "compute_zonal_stats",
             "detect_change",
+            "search_items",
+            "get_scene_statistics",
+            "get_scene_timeseries",
         }
         assert all(t.annotations and t.annotations.read_only_hint for t in tools.values())
         assert set(tools["query_raster_point"].input_schema["required"]) == {"collection_id"}
@@ -76,6 +81,9 @@ async def test_tools_are_listed_read_only_with_schemas(raster_service: str) -> N
             "get_timeseries",
             "compute_zonal_stats",
             "detect_change",
+            "search_items",
+            "get_scene_statistics",
+            "get_scene_timeseries",
         }
         assert all(tool.description and tool.description.startswith("Use for") for tool in tools.values())
 

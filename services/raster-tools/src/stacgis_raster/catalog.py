@@ -35,9 +35,12 @@ class BandInfo:
     nodata: float | None
     data_type: str | None
     classes: dict[int, str] | None = None
+    common_name: str | None = None
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {"band": self.index, "name": self.name}
+        if self.common_name:
+            out["common_name"] = self.common_name
         if self.description:
             out["description"] = self.description
         out["unit"] = self.unit
@@ -54,6 +57,9 @@ class ItemRecord:
     start: dt.datetime | None
     end: dt.datetime | None
     href: str
+    # Scene items: one single-band asset per band (key -> href), and their cloud cover when stated.
+    assets: dict[str, str] = field(default_factory=dict)
+    cloud_cover: float | None = None
 
     @property
     def when(self) -> dt.datetime | None:
@@ -86,10 +92,17 @@ class CollectionRecord:
     item_count: int | None
     provenance: dict[str, Any] | None = None
     items: list[ItemRecord] = field(default_factory=list)
+    # Scene collections (STAC `item_assets` with one band per asset): asset key -> its band.
+    asset_bands: dict[str, BandInfo] = field(default_factory=dict)
 
     @property
     def categorical(self) -> bool:
         return bool(self.bands and self.bands[0].classes)
+
+    @property
+    def scenes(self) -> bool:
+        """Many items per area, each with one asset per band: read by the scene tools."""
+        return bool(self.asset_bands)
 
     def temporal_label(self) -> str | None:
         if self.start is None and self.end is None:
@@ -110,6 +123,9 @@ class CollectionRecord:
         }
         if self.item_count is not None:
             out["items"] = self.item_count
+        if self.scenes:
+            out["kind"] = "scenes"
+            out["assets"] = list(self.asset_bands)
         return out
 
     def details(self) -> dict[str, Any]:
@@ -122,8 +138,13 @@ class CollectionRecord:
         out["crs"] = self.proj_code
         out["resolution_m"] = self.resolution_m
         out["bands"] = [b.describe() for b in self.bands]
+        if self.scenes:
+            out["assets"] = {key: band.describe() for key, band in self.asset_bands.items()}
+            out["scene_tools"] = (
+                "search_items, get_scene_statistics (band math, mosaics, composites), get_scene_timeseries"
+            )
         out["time_resolved"] = self.time_resolved
-        if self.time_resolved and self.items:
+        if self.time_resolved and self.items and not self.scenes:
             out["timesteps"] = [i.time_label() for i in self.items[:24]]
             if len(self.items) > 24:
                 out["timesteps"].append(f"... {len(self.items) - 24} more")
@@ -136,9 +157,10 @@ def _iso(value: dt.datetime) -> str:
     return value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
 
 
-def _bands_from(raster_bands: list[dict[str, Any]]) -> list[BandInfo]:
+def _bands_from(raster_bands: list[dict[str, Any]], eo_bands: list[dict[str, Any]] | None = None) -> list[BandInfo]:
     bands = []
     for index, band in enumerate(raster_bands, start=1):
+        eo = (eo_bands or [])[index - 1] if eo_bands and len(eo_bands) >= index else {}
         classes = None
         if band.get("classification:classes"):
             classes = {
@@ -149,15 +171,38 @@ def _bands_from(raster_bands: list[dict[str, Any]]) -> list[BandInfo]:
         bands.append(
             BandInfo(
                 index=index,
-                name=str(band.get("name") or f"band{index}"),
-                description=band.get("description"),
+                name=str(band.get("name") or eo.get("name") or f"band{index}"),
+                description=band.get("description") or eo.get("description"),
                 unit=band.get("unit"),
                 nodata=float(nodata) if isinstance(nodata, (int, float)) else None,
                 data_type=band.get("data_type"),
                 classes=classes,
+                common_name=eo.get("common_name"),
             )
         )
     return bands
+
+
+def _asset_bands(item_assets: dict[str, Any]) -> dict[str, BandInfo]:
+    """Single-band data assets of a scene collection's `item_assets`, keyed by asset name."""
+    out: dict[str, BandInfo] = {}
+    for key, asset in item_assets.items():
+        index = len(out) + 1
+        raster = asset.get("raster:bands") or [{}]
+        if "data" not in (asset.get("roles") or []) or len(raster) != 1:
+            continue
+        band = _bands_from(raster, asset.get("eo:bands"))[0]
+        out[key] = BandInfo(
+            index,
+            key,
+            band.description or asset.get("title"),
+            band.unit,
+            band.nodata,
+            band.data_type,
+            band.classes,
+            band.common_name,
+        )
+    return out if len(out) > 1 else {}
 
 
 def _data_asset(item: pystac.Item) -> pystac.Asset | None:
@@ -169,6 +214,14 @@ def _data_asset(item: pystac.Item) -> pystac.Asset | None:
     return None
 
 
+def _href(asset: pystac.Asset) -> str:
+    """An asset's location. An absolute path or URL stays as it is: pystac would join a path such as
+    /data/x.tif to the host of an item served over HTTP."""
+    if asset.href.startswith("/") or urlsplit(asset.href).scheme:
+        return asset.href
+    return asset.get_absolute_href() or asset.href
+
+
 def item_record(item: pystac.Item, collection_id: str) -> ItemRecord | None:
     asset = _data_asset(item)
     if asset is None:
@@ -176,7 +229,22 @@ def item_record(item: pystac.Item, collection_id: str) -> ItemRecord | None:
     start = item.common_metadata.start_datetime or item.datetime
     end = item.common_metadata.end_datetime or item.datetime
     bbox = tuple(item.bbox) if item.bbox else None
-    return ItemRecord(item.id, collection_id, bbox, start, end, asset.get_absolute_href() or asset.href)  # type: ignore[arg-type]
+    assets = {
+        key: _href(a)
+        for key, a in item.assets.items()
+        if "data" in (a.roles or []) and len(a.extra_fields.get("raster:bands") or [{}]) == 1
+    }
+    cloud = item.properties.get("eo:cloud_cover")
+    return ItemRecord(
+        item.id,
+        collection_id,
+        bbox,  # type: ignore[arg-type]
+        start,
+        end,
+        _href(asset),
+        assets if len(assets) > 1 else {},
+        float(cloud) if isinstance(cloud, (int, float)) else None,
+    )
 
 
 def collection_record(
@@ -190,6 +258,9 @@ def collection_record(
         raster_bands = asset.extra_fields.get("raster:bands") or []
     if not raster_bands and summary:
         raster_bands = summary
+    asset_bands = _asset_bands(collection.extra_fields.get("item_assets") or {})
+    if asset_bands:
+        raster_bands = []
     time_resolved = collection.extra_fields.get(TIME_RESOLVED_FIELD)
     if time_resolved is None:
         time_resolved = interval[0] is not None and interval[0] != interval[1]
@@ -203,6 +274,9 @@ def collection_record(
             proj_code = f"EPSG:{sample_item.properties['proj:epsg']}"
     if raster_bands:
         resolution = raster_bands[0].get("spatial_resolution")
+    elif asset_bands:
+        first_asset = next(iter((collection.extra_fields.get("item_assets") or {}).values()))
+        resolution = (first_asset.get("raster:bands") or [{}])[0].get("spatial_resolution")
     return CollectionRecord(
         id=collection.id,
         title=collection.title or collection.id,
@@ -214,13 +288,14 @@ def collection_record(
         start=interval[0],
         end=interval[1],
         time_resolved=bool(time_resolved),
-        bands=_bands_from(raster_bands),
+        bands=list(asset_bands.values()) if asset_bands else _bands_from(raster_bands),
         render=render,
         proj_code=proj_code,
         resolution_m=resolution,
         item_count=len(items) if items is not None else None,
         provenance=collection.extra_fields.get("stacgis:provenance"),
         items=sorted(items or [], key=lambda i: i.start or dt.datetime.min.replace(tzinfo=dt.UTC)),
+        asset_bands=asset_bands,
     )
 
 
@@ -380,6 +455,7 @@ class StacApiSource(_CachedSource):
                 bbox=list(bbox) if bbox else None,
                 datetime=datetime_arg,
                 max_items=limit,
+                limit=min(limit, 100),  # page size: fewer round trips than a server's default of 10
             )
             items = [item_record(i, collection.id) for i in search.items()]
         except Exception as exc:

@@ -124,10 +124,22 @@ class RasterService:
         limit = self.settings.tool_timeout_seconds if deadline_s is None else deadline_s
         return await self._pool.call(fn, *args, deadline_s=limit, what=what, setting=setting)
 
-    async def collection(self, collection_id: Any, argument: str = "collection_id") -> CollectionRecord:
+    async def collection(
+        self, collection_id: Any, argument: str = "collection_id", *, scenes: bool = False
+    ) -> CollectionRecord:
+        """A collection by id; a scene collection only where `scenes` says the caller reads one
+        (the single-asset tools would read one band of one item of it)."""
         if not isinstance(collection_id, str) or not collection_id.strip():
             raise ArgumentError(argument, "expected a collection id string")
-        return await self.run(self.source.collection, collection_id.strip(), argument)
+        record = await self.run(self.source.collection, collection_id.strip(), argument)
+        if record.scenes and not scenes:
+            raise ArgumentError(
+                argument,
+                f"'{record.id}' is a scene collection (many items, one asset per band: "
+                f"{', '.join(record.asset_bands)}); use get_scene_statistics or get_scene_timeseries "
+                "with an expression such as 'ndvi', or search_items",
+            )
+        return record
 
     async def collections(self) -> list[CollectionRecord]:
         return await self.run(self.source.collections)
@@ -150,6 +162,7 @@ class RasterService:
                     r.id
                     for r in sorted(await self.collections(), key=lambda r: r.id)
                     if r.id != record.id
+                    and not r.scenes  # read by other tools than the one that failed
                     and r.time_resolved
                     and interval.overlaps(r.start, r.end)
                     and boxes_overlap(bbox, r.bbox)
@@ -352,7 +365,7 @@ class RasterService:
         return result
 
     async def info(self, collection_id: Any) -> dict[str, Any]:
-        record = await self.collection(collection_id)
+        record = await self.collection(collection_id, scenes=True)
         details = record.details()
         details["tiles"] = f"/tiles/{record.id}/{{z}}/{{x}}/{{y}}.png"
         details["tilejson"] = f"/tiles/{record.id}/tilejson.json"

@@ -19,6 +19,7 @@ from rasterio.errors import RasterioError
 
 from stacgis_common.auth import current_identity, mint_for
 from stacgis_raster.metrics import TOOL_CALLS, TOOL_DURATION
+from stacgis_raster.scene_service import SceneService
 from stacgis_raster.service import RasterService
 from stacgis_raster.settings import RasterSettings
 from stacgis_raster.workers import DeadlineExceeded
@@ -54,6 +55,12 @@ BandArg = Annotated[
     int | str | None,
     Field(description="Band number or name; default the first"),
 ]
+SceneCollectionId = Annotated[str, Field(description="Scene collection id, e.g. 'landsat7-olinda-scenes'")]
+ExpressionArg = Annotated[
+    str,
+    Field(description="Index (ndvi, ndwi, nbr, ndmi, ndbi), an asset ('tas') or math: '(nir - red) / (nir + red)'"),
+]
+CloudArg = Annotated[float | None, Field(description="Only items with at most this cloud cover, percent")]
 
 
 def _plain(value: Any) -> Any:
@@ -228,6 +235,104 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
         return await call(
             "detect_change",
             service.change(collection_id, geometry, bbox, period_a, period_b, band, threshold, token, place=place),
+        )
+
+    scenes = SceneService(service)
+
+    @server.tool(
+        annotations=READ_ONLY,
+        description="Use for finding the scenes (items) of a scene collection over a place and period.",
+    )
+    async def search_items(
+        collection_id: SceneCollectionId,
+        place: AreaPlace = None,
+        bbox: BBoxArg = None,
+        geometry: GeometryArg = None,
+        datetime: DatetimeArg = None,
+        max_cloud_cover: CloudArg = None,
+        sortby: Annotated[
+            str | None, Field(description="datetime, -datetime, cloud_cover or -cloud_cover (- is descending)")
+        ] = None,
+        limit: Annotated[int, Field(description="Items per page, 1-100")] = 10,
+        page: Annotated[int, Field(description="Page number, from 1")] = 1,
+    ) -> CallToolResult:
+        return await call(
+            "search_items",
+            scenes.search(
+                collection_id,
+                token,
+                place=place,
+                bbox=bbox,
+                geometry=geometry,
+                datetime=datetime,
+                max_cloud_cover=max_cloud_cover,
+                sortby=sortby,
+                limit=limit,
+                page=page,
+            ),
+        )
+
+    @server.tool(
+        annotations=READ_ONLY,
+        description=(
+            "Use for an index such as NDVI (or any band math) over an area from a scene collection: mosaics the "
+            "scenes, composites the dates, e.g. 'NDVI statistics for Olinda'."
+        ),
+    )
+    async def get_scene_statistics(
+        collection_id: SceneCollectionId,
+        expression: ExpressionArg,
+        place: AreaPlace = None,
+        bbox: BBoxArg = None,
+        geometry: GeometryArg = None,
+        datetime: DatetimeArg = None,
+        max_cloud_cover: CloudArg = None,
+        composite: Annotated[
+            str | None, Field(description="Per-pixel over dates: median (default), mean, max, min or latest")
+        ] = None,
+    ) -> CallToolResult:
+        return await call(
+            "get_scene_statistics",
+            scenes.statistics(
+                collection_id,
+                expression,
+                token,
+                place=place,
+                bbox=bbox,
+                geometry=geometry,
+                datetime=datetime,
+                max_cloud_cover=max_cloud_cover,
+                composite=composite,
+            ),
+        )
+
+    @server.tool(
+        annotations=READ_ONLY,
+        description="Use for an area's mean of an index or band per date from a scene collection (a time series).",
+    )
+    async def get_scene_timeseries(
+        collection_id: SceneCollectionId,
+        expression: ExpressionArg,
+        place: AreaPlace = None,
+        bbox: BBoxArg = None,
+        geometry: GeometryArg = None,
+        start: Annotated[str | None, Field(description="First date, e.g. '1999-03'")] = None,
+        end: Annotated[str | None, Field(description="Last date, e.g. '1999-09'")] = None,
+        max_cloud_cover: CloudArg = None,
+    ) -> CallToolResult:
+        return await call(
+            "get_scene_timeseries",
+            scenes.timeseries(
+                collection_id,
+                expression,
+                token,
+                place=place,
+                bbox=bbox,
+                geometry=geometry,
+                start=start,
+                end=end,
+                max_cloud_cover=max_cloud_cover,
+            ),
         )
 
     @server.resource(

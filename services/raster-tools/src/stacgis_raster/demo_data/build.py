@@ -9,11 +9,12 @@ from typing import Any
 
 from stacgis_raster.demo_data.cog import is_complete_cog, write_cog
 from stacgis_raster.demo_data.datasets import DatasetBuilder
+from stacgis_raster.demo_data.scenes import climate_tiles, landsat_tiles
 from stacgis_raster.demo_data.sources import ALL_PACKAGES, PackageCache
 from stacgis_raster.demo_data.stac_build import write_catalog
 
 # Bump when the output of the builder changes, so existing builds are redone.
-BUILDER_VERSION = 3
+BUILDER_VERSION = 5
 STAMP_NAME = "build-info.json"
 
 
@@ -56,12 +57,25 @@ def build(cache_dir: Path, stac_dir: Path, *, offline: bool = False) -> dict[str
             )
             del raster
             print(f"  cog {rel} ({time.monotonic() - started:.1f} s)", flush=True)
-    print(f"writing STAC catalog for {len(specs)} collections", flush=True)
-    catalog = write_catalog(specs, stac_dir)
+    by_id = {spec.id: spec for spec in specs}
+    started = time.monotonic()
+    scenes = [
+        landsat_tiles(stac_dir, by_id["landsat7-olinda"]),
+        climate_tiles(stac_dir, by_id["bcsd-precipitation-1999"], by_id["bcsd-temperature-1999"]),
+    ]
+    for collection, cogs in scenes:
+        assets.extend(str(cog.relative_to(stac_dir)) for cog in cogs)
+        print(f"  scenes {collection.id}: {len(cogs)} COGs", flush=True)
+    print(f"  scene collections in {time.monotonic() - started:.1f} s", flush=True)
+    print(f"writing STAC catalog for {len(specs) + len(scenes)} collections", flush=True)
+    catalog = write_catalog(specs, stac_dir, extra=[collection for collection, _ in scenes])
     report = {
         "builder_version": BUILDER_VERSION,
         "catalog": str(catalog.relative_to(stac_dir)),
-        "collections": {spec.id: len(spec.items) for spec in specs},
+        "collections": {
+            **{spec.id: len(spec.items) for spec in specs},
+            **{c.id: len(list(c.get_items())) for c, _ in scenes},
+        },
         "packages": {p.spec: cache.sha256(p) for p in ALL_PACKAGES},
         "assets": assets,
     }

@@ -201,7 +201,7 @@ def _end(item: pystac.Item) -> dt.datetime:
     return value
 
 
-def write_catalog(specs: list[CollectionSpec], stac_dir: Path) -> Path:
+def write_catalog(specs: list[CollectionSpec], stac_dir: Path, extra: list[pystac.Collection] | None = None) -> Path:
     catalog = pystac.Catalog(
         id=CATALOG_ID,
         title="stacgis demo rasters",
@@ -214,6 +214,8 @@ def write_catalog(specs: list[CollectionSpec], stac_dir: Path) -> Path:
     )
     for spec in specs:
         catalog.add_child(build_collection(spec))
+    for collection in extra or []:
+        catalog.add_child(collection)
     catalog.normalize_hrefs(str(stac_dir))
     catalog.make_all_asset_hrefs_relative()
     catalog.save(catalog_type=pystac.CatalogType.SELF_CONTAINED)

@@ -1,0 +1,187 @@
+"""Reads over many scene items: mosaics per date, band math, temporal composites, statistics.
+
+Like `reads`, plain functions of picklable values run in the read workers (a read past its
+deadline is stopped with its process). Every item is read onto one output grid: the area's
+bounds snapped to the first asset's pixel grid, coarsened by a power of two when the area has
+more pixels than the statistics target, so a country-sized area costs what a city does.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import rasterio
+from affine import Affine
+from rasterio.enums import Resampling
+from rasterio.vrt import WarpedVRT
+from rasterio.windows import Window
+
+from stacgis_raster import expressions, rasterops
+from stacgis_raster.errors import ArgumentError
+from stacgis_raster.reads import Area, ReadLimits
+
+COMPOSITES = ("median", "mean", "max", "min", "latest")
+
+
+@dataclass(frozen=True)
+class SceneItem:
+    id: str
+    date: str  # the acquisition (or period start) label; items of one date are mosaicked together
+    hrefs: dict[str, str]  # asset key -> checked href, only the assets the expression reads
+    cloud_cover: float | None
+
+
+@dataclass
+class Mosaic:
+    """One date's mosaic of an expression, and which items gave it pixels."""
+
+    date: str
+    data: np.ma.MaskedArray
+    items: list[str] = field(default_factory=list)
+
+
+def plan_grid(limits: ReadLimits, href: str, area: Area) -> rasterops.ReadPlan:
+    """The output grid for `area`: snapped to `href`'s pixels, coarsened to the statistics target."""
+    with rasterio.open(href) as ds:
+        crs = ds.crs or rasterops.WGS84
+        geom = rasterops.to_dataset_crs(area.geometry, crs)
+        xres, yres = ds.res
+        origin_x, origin_y = ds.transform.c, ds.transform.f
+        minx, miny, maxx, maxy = geom.bounds
+        col0 = math.floor((minx - origin_x) / xres + 1e-9)
+        col1 = math.ceil((maxx - origin_x) / xres - 1e-9)
+        row0 = math.floor((origin_y - maxy) / yres + 1e-9)
+        row1 = math.ceil((origin_y - miny) / yres - 1e-9)
+        width, height = max(1, col1 - col0), max(1, row1 - row0)
+        factor = 1
+        while width * height / (factor * factor) > limits.stats_target_pixels and factor < 4096:
+            factor *= 2
+        out_w, out_h = max(1, math.ceil(width / factor)), max(1, math.ceil(height / factor))
+        if out_w * out_h > limits.max_pixels_per_read:
+            raise ArgumentError(
+                area.argument, f"the area is too large to read ({out_w * out_h} pixels); use a smaller area"
+            )
+        transform = Affine(xres * factor, 0, origin_x + col0 * xres, 0, -yres * factor, origin_y - row0 * yres)
+        return rasterops.ReadPlan(
+            crs,
+            geom,
+            Window(0, 0, out_w, out_h),
+            (out_h, out_w),
+            transform,
+            factor,
+            1.0,
+            rasterops.describe_resolution(ds, factor),
+            bool(crs.is_geographic),
+            transform,
+            (out_h, out_w),
+        )
+
+
+def _read_asset(href: str, plan: rasterops.ReadPlan) -> np.ma.MaskedArray:
+    """One single-band asset warped onto the plan's grid; pixels outside it or at nodata are masked."""
+    height, width = plan.out_shape
+    resampling = Resampling.nearest if plan.factor == 1 else Resampling.average
+    with rasterio.open(href) as ds:
+        with WarpedVRT(
+            ds,
+            crs=plan.crs,
+            transform=plan.transform,
+            width=width,
+            height=height,
+            resampling=resampling,
+            add_alpha=True,
+        ) as vrt:
+            values = vrt.read(1)
+            alpha = vrt.read(vrt.count)
+        mask = alpha == 0
+        if ds.nodata is not None:
+            mask |= values == ds.nodata
+    return np.ma.MaskedArray(values, mask=mask)
+
+
+def mosaics(plan: rasterops.ReadPlan, items: Sequence[SceneItem], formula: str) -> tuple[list[Mosaic], int]:
+    """One mosaic per date (least cloudy item first where items overlap) and the pixels read."""
+    by_date: dict[str, list[SceneItem]] = {}
+    for item in items:
+        by_date.setdefault(item.date, []).append(item)
+    out: list[Mosaic] = []
+    pixels_read = 0
+    shape = plan.out_shape
+    for date in sorted(by_date):
+        group = sorted(by_date[date], key=lambda i: (i.cloud_cover if i.cloud_cover is not None else 0.0, i.id))
+        data = np.ma.MaskedArray(np.zeros(shape), mask=np.ones(shape, dtype=bool))
+        mosaic = Mosaic(date, data)
+        for item in group:
+            arrays = {key: _read_asset(href, plan) for key, href in item.hrefs.items()}
+            pixels_read += sum(int((~np.ma.getmaskarray(a)).sum()) for a in arrays.values())
+            value = expressions.evaluate(formula, arrays)
+            fill = np.ma.getmaskarray(data) & ~np.ma.getmaskarray(value)
+            if fill.any():
+                data[fill] = value[fill]
+                mosaic.items.append(item.id)
+            if not np.ma.getmaskarray(data).any():
+                break  # the area is full: later (cloudier) items would add nothing
+        out.append(mosaic)
+    return out, pixels_read
+
+
+def composite(layers: Sequence[np.ma.MaskedArray], method: str) -> np.ma.MaskedArray:
+    """Per-pixel reduction over dates, ignoring masked pixels; `latest` takes the newest valid value."""
+    if len(layers) == 1:
+        return layers[0]
+    if method == "latest":
+        result = layers[-1].copy()
+        for layer in reversed(layers[:-1]):
+            gap = np.ma.getmaskarray(result) & ~np.ma.getmaskarray(layer)
+            result[gap] = layer[gap]
+        return result
+    stack = np.ma.stack(layers)
+    reducers: dict[str, Callable[..., Any]] = {
+        "median": np.ma.median,
+        "mean": np.ma.mean,
+        "max": np.ma.max,
+        "min": np.ma.min,
+    }
+    reduce = reducers[method]
+    return np.ma.asarray(reduce(stack, axis=0))
+
+
+def scene_statistics(
+    limits: ReadLimits, items: Sequence[SceneItem], area: Area, formula: str, method: str
+) -> dict[str, Any]:
+    plan = plan_grid(limits, next(iter(items[0].hrefs.values())), area)
+    layers, pixels_read = mosaics(plan, items, formula)
+    data = composite([m.data for m in layers], method)
+    inside, weights = rasterops.area_mask_and_weights(plan)
+    stats = rasterops.summarize(rasterops.sample_from_array(data, inside, weights))
+    used = [item for m in layers for item in m.items]
+    return {
+        "statistics": stats,
+        "dates": [m.date for m in layers],
+        "items_used": used,
+        "pixels_read": pixels_read,
+        "resolution": plan.resolution,
+        "geographic": plan.geographic,
+    }
+
+
+def scene_series(limits: ReadLimits, items: Sequence[SceneItem], area: Area, formula: str) -> dict[str, Any]:
+    plan = plan_grid(limits, next(iter(items[0].hrefs.values())), area)
+    layers, pixels_read = mosaics(plan, items, formula)
+    inside, weights = rasterops.area_mask_and_weights(plan)
+    series = []
+    for mosaic in layers:
+        sample = rasterops.sample_from_array(mosaic.data, inside, weights)
+        point: dict[str, Any] = {"date": mosaic.date, "items": len(mosaic.items)}
+        if sample.values.size and sample.weights.sum() > 0:
+            point["mean"] = rasterops._round(float(np.average(sample.values, weights=sample.weights)))
+            point["valid_fraction"] = round(float(sample.weights.sum() / sample.total_weight), 4)
+        else:
+            point["mean"] = None
+            point["valid_fraction"] = 0.0
+        series.append(point)
+    return {"series": series, "pixels_read": pixels_read, "resolution": plan.resolution, "geographic": plan.geographic}

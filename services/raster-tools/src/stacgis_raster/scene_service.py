@@ -1,0 +1,302 @@
+"""The scene tools: item search, and statistics and time series over mosaics of many items.
+
+Built on `RasterService` for everything shared with the other tools (collections, places and
+areas, the read workers, the asset allow-list). Property filters and sorting run here, over at
+most `RASTER_SCENE_MAX_ITEMS` items from the source, so they work against any STAC API whether
+or not it implements the filter and sort extensions.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from shapely.geometry import box
+
+from stacgis_raster import expressions, scene_reads
+from stacgis_raster.catalog import CollectionRecord, ItemRecord
+from stacgis_raster.errors import ArgumentError
+from stacgis_raster.reads import Area
+from stacgis_raster.service import RasterService, interval_for
+from stacgis_raster.validation import TimeInterval
+
+SORTS = ("datetime", "-datetime", "cloud_cover", "-cloud_cover")
+MAX_PAGE_SIZE = 100
+LISTED_IDS = 20
+
+
+def _cloud_limit(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 100:
+        raise ArgumentError("max_cloud_cover", "expected a percentage from 0 to 100")
+    return float(value)
+
+
+def _item_json(item: ItemRecord) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": item.id, "datetime": item.time_label()}
+    if item.cloud_cover is not None:
+        out["cloud_cover"] = item.cloud_cover
+    out["bbox"] = [round(v, 5) for v in item.bbox] if item.bbox else None
+    out["assets"] = list(item.assets)
+    return out
+
+
+def _sort_key(sortby: str) -> Callable[[ItemRecord], tuple[float, str]]:
+    field = sortby.lstrip("-")
+
+    def key(item: ItemRecord) -> tuple[float, str]:
+        if field == "cloud_cover":
+            return (item.cloud_cover if item.cloud_cover is not None else 101.0, item.id)
+        return ((item.start or dt.datetime.min.replace(tzinfo=dt.UTC)).timestamp(), item.id)
+
+    return key
+
+
+class SceneService:
+    def __init__(self, raster: RasterService) -> None:
+        self.raster = raster
+        self.max_items = raster.settings.scene_max_items
+
+    async def _scene_collection(self, collection_id: Any) -> CollectionRecord:
+        record = await self.raster.collection(collection_id, scenes=True)
+        if not record.scenes:
+            raise ArgumentError(
+                "collection_id",
+                f"'{record.id}' is not a scene collection (one asset per band); use get_raster_statistics for it. "
+                "Scene collections: " + ", ".join(sorted(r.id for r in await self.raster.collections() if r.scenes)),
+            )
+        return record
+
+    async def _matching(
+        self, record: CollectionRecord, area: Area | None, datetime: Any, max_cloud_cover: Any
+    ) -> tuple[list[ItemRecord], bool, TimeInterval | None]:
+        """Items of `record` in the area and period under the cloud limit, and whether the cap cut the list."""
+        cloud = _cloud_limit(max_cloud_cover)
+        interval = interval_for(record, datetime)
+        bounds = area.geometry.bounds if area is not None else None
+        found = await self.raster.run(self.raster.source.items, record, interval, bounds, self.max_items + 1)
+        capped = len(found) > self.max_items
+        found = found[: self.max_items]
+        if area is not None:
+            # The source matched bounding boxes; keep items whose box meets the area itself.
+            found = [i for i in found if i.bbox is None or box(*i.bbox).intersects(area.geometry)]
+        if cloud is not None:
+            found = [i for i in found if i.cloud_cover is not None and i.cloud_cover <= cloud]
+        return found, capped, interval
+
+    async def _area(
+        self, place: Any, bbox: Any, geometry: Any, token: Callable[[], str], record: CollectionRecord
+    ) -> tuple[Area, dict[str, Any] | None]:
+        if place is None and bbox is None and geometry is None:
+            if record.bbox is None:
+                raise ArgumentError("place", "give place, bbox or geometry")
+            bbox = list(record.bbox)
+        return await self.raster.located_area(place, bbox, geometry, token)
+
+    async def search(
+        self,
+        collection_id: Any,
+        token: Callable[[], str],
+        *,
+        place: Any = None,
+        bbox: Any = None,
+        geometry: Any = None,
+        datetime: Any = None,
+        max_cloud_cover: Any = None,
+        sortby: Any = None,
+        limit: Any = 10,
+        page: Any = 1,
+    ) -> dict[str, Any]:
+        record = await self._scene_collection(collection_id)
+        if sortby is not None and sortby not in SORTS:
+            raise ArgumentError("sortby", f"expected one of {', '.join(SORTS)}")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE_SIZE:
+            raise ArgumentError("limit", f"expected a whole number from 1 to {MAX_PAGE_SIZE}")
+        if isinstance(page, bool) or not isinstance(page, int) or page < 1:
+            raise ArgumentError("page", "expected a page number from 1")
+        area: Area | None = None
+        place_info = None
+        if place is not None or bbox is not None or geometry is not None:
+            area, place_info = await self.raster.located_area(place, bbox, geometry, token)
+        found, capped, interval = await self._matching(record, area, datetime, max_cloud_cover)
+        if sortby:
+            found.sort(key=_sort_key(sortby), reverse=sortby.startswith("-"))
+        pages = max(1, -(-len(found) // limit))
+        if page > pages and found:
+            raise ArgumentError("page", f"there are {pages} page(s) of {limit} items")
+        shown = found[(page - 1) * limit : page * limit]
+        result: dict[str, Any] = {
+            "collection_id": record.id,
+            "count": len(found),
+            "count_is_lower_bound": capped,
+            "page": page,
+            "pages": pages,
+            "returned": len(shown),
+            "items": [_item_json(i) for i in shown],
+        }
+        if page < pages:
+            result["next_page"] = page + 1
+        if capped:
+            result["note"] = (
+                f"only the first {self.max_items} items were searched (RASTER_SCENE_MAX_ITEMS); "
+                "narrow the area or period"
+            )
+        if place_info is not None:
+            result["place"] = place_info
+        if interval is not None:
+            result["datetime"] = interval.text
+        elif datetime is not None and not record.time_resolved:
+            result["datetime"] = "collection is not time-resolved; datetime does not apply"
+        if not found:
+            result["note"] = "no items match; widen the area, the period or the cloud limit"
+        return result
+
+    async def _read_items(
+        self, record: CollectionRecord, items: Sequence[ItemRecord], expression: expressions.Expression
+    ) -> list[scene_reads.SceneItem]:
+        out = []
+        for item in items:
+            missing = [key for key in expression.assets if key not in item.assets]
+            if missing:
+                raise ArgumentError("expression", f"item '{item.id}' has no asset {', '.join(missing)}")
+            out.append(
+                scene_reads.SceneItem(
+                    item.id,
+                    item.time_label() or "",
+                    {key: self.raster.guard.check(item.assets[key]) for key in expression.assets},
+                    item.cloud_cover,
+                )
+            )
+        return out
+
+    async def _prepared(
+        self,
+        collection_id: Any,
+        expression: Any,
+        place: Any,
+        bbox: Any,
+        geometry: Any,
+        datetime: Any,
+        max_cloud_cover: Any,
+        token: Callable[[], str],
+    ) -> tuple[CollectionRecord, expressions.Expression, Area, dict[str, Any] | None, list[ItemRecord], bool]:
+        record = await self._scene_collection(collection_id)
+        parsed = expressions.parse(expression, record.asset_bands, record.id)
+        area, place_info = await self._area(place, bbox, geometry, token, record)
+        items, capped, _ = await self._matching(record, area, datetime, max_cloud_cover)
+        if not items:
+            raise ArgumentError(
+                "datetime" if datetime is not None else "place" if place is not None else "bbox",
+                f"no items of '{record.id}' match the area"
+                + (f", period {datetime}" if datetime is not None else "")
+                + (f" and cloud cover <= {max_cloud_cover} %" if max_cloud_cover is not None else "")
+                + f"; the collection covers {record.temporal_label() or 'no stated period'}"
+                + f" within {list(record.bbox or [])}",
+            )
+        return record, parsed, area, place_info, items, capped
+
+    def _common(
+        self,
+        record: CollectionRecord,
+        parsed: expressions.Expression,
+        area: Area,
+        place_info: dict[str, Any] | None,
+        capped: bool,
+    ) -> dict[str, Any]:
+        units = {record.asset_bands[k].unit for k in parsed.assets}
+        out: dict[str, Any] = {
+            "collection_id": record.id,
+            "expression": parsed.text,
+            "formula": parsed.formula,
+            "unit": units.pop() if len(units) == 1 and len(parsed.assets) == 1 else None,
+            "area": self.raster._area_json(area),
+        }
+        if place_info is not None:
+            out["place"] = place_info
+        if capped:
+            out["note"] = f"only the first {self.max_items} matching items were used (RASTER_SCENE_MAX_ITEMS)"
+        return out
+
+    async def statistics(
+        self,
+        collection_id: Any,
+        expression: Any,
+        token: Callable[[], str],
+        *,
+        place: Any = None,
+        bbox: Any = None,
+        geometry: Any = None,
+        datetime: Any = None,
+        max_cloud_cover: Any = None,
+        composite: Any = None,
+    ) -> dict[str, Any]:
+        method = composite or "median"
+        if method not in scene_reads.COMPOSITES:
+            raise ArgumentError("composite", f"expected one of {', '.join(scene_reads.COMPOSITES)}")
+        record, parsed, area, place_info, items, capped = await self._prepared(
+            collection_id, expression, place, bbox, geometry, datetime, max_cloud_cover, token
+        )
+        read_items = await self._read_items(record, items, parsed)
+        done = await self.raster.read(
+            scene_reads.scene_statistics, self.raster.limits, read_items, area, parsed.formula, method
+        )
+        result = self._common(record, parsed, area, place_info, capped)
+        dates = done["dates"]
+        used = done["items_used"]
+        result["items"] = {
+            "matched": len(items),
+            "used": len(used),
+            "ids": used[:LISTED_IDS] + ([f"... {len(used) - LISTED_IDS} more"] if len(used) > LISTED_IDS else []),
+        }
+        result["dates"] = dates if len(dates) <= LISTED_IDS else [dates[0], f"... {len(dates) - 2} more", dates[-1]]
+        result["composite"] = (
+            f"{method} over {len(dates)} dates of per-date mosaics"
+            if len(dates) > 1
+            else "one date: a mosaic of its items"
+        )
+        result["mosaic"] = "least cloudy item first where items overlap"
+        result["pixels_read"] = done["pixels_read"]
+        result["resolution"] = done["resolution"]
+        result["weighting"] = "cos(latitude) area weights" if done["geographic"] else "equal-area pixels"
+        result["statistics"] = done["statistics"]
+        return result
+
+    async def timeseries(
+        self,
+        collection_id: Any,
+        expression: Any,
+        token: Callable[[], str],
+        *,
+        place: Any = None,
+        bbox: Any = None,
+        geometry: Any = None,
+        start: Any = None,
+        end: Any = None,
+        max_cloud_cover: Any = None,
+    ) -> dict[str, Any]:
+        datetime = None
+        if start is not None or end is not None:
+            datetime = f"{start or '..'}/{end or '..'}"
+        record, parsed, area, place_info, items, capped = await self._prepared(
+            collection_id, expression, place, bbox, geometry, datetime, max_cloud_cover, token
+        )
+        read_items = await self._read_items(record, items, parsed)
+        done = await self.raster.read(scene_reads.scene_series, self.raster.limits, read_items, area, parsed.formula)
+        result = self._common(record, parsed, area, place_info, capped)
+        series = done["series"]
+        means = [p["mean"] for p in series if p["mean"] is not None]
+        result["items"] = {"matched": len(items)}
+        result["series"] = series
+        if means:
+            result["summary"] = {
+                "steps": len(series),
+                "min": min(means),
+                "max": max(means),
+                "mean": round(sum(means) / len(means), 6),
+            }
+        result["pixels_read"] = done["pixels_read"]
+        result["resolution"] = done["resolution"]
+        result["weighting"] = "cos(latitude) area weights" if done["geographic"] else "equal-area pixels"
+        return result

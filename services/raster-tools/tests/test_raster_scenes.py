@@ -1,0 +1,225 @@
+"""Scene tools against a real STAC API server (rustac): item search, NDVI over a mosaic of many
+items, temporal composites and time series, checked against rasterio reads of the same files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pystac
+import pytest
+import rasterio
+from pyproj import Transformer
+from raster_test_helpers import call, call_error, cog, connect
+from shapely.geometry import Point, box
+from shapely.ops import transform as shapely_transform
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+LANDSAT = "landsat7-olinda-scenes"
+CLIMATE = "bcsd-1999-scenes"
+OLINDA_BOX = [-34.90, -8.02, -34.86, -7.98]  # spans several tiles of the 12 x 12 grid
+CLIMATE_BOX = [-84.0, 34.0, -78.0, 36.5]  # spans 6 of the 8 tiles
+
+
+def _items(stac_dir: Path, collection_id: str) -> list[pystac.Item]:
+    collection = pystac.Collection.from_file(str(stac_dir / collection_id / "collection.json"))
+    items = list(collection.get_items())
+    for item in items:
+        item.make_asset_hrefs_absolute()
+    return items
+
+
+def _overlapping(items: list[pystac.Item], bbox: list[float]) -> list[pystac.Item]:
+    return [i for i in items if i.bbox and box(*i.bbox).intersects(box(*bbox))]
+
+
+async def test_search_filters_by_area_and_cloud_cover_sorts_and_pages(api_backed_service: str, stac_dir: Path) -> None:
+    items = _overlapping(_items(stac_dir, LANDSAT), OLINDA_BOX)
+    limit_cover = float(np.median([i.properties["eo:cloud_cover"] for i in items]))
+    expected = sorted(
+        (i for i in items if i.properties["eo:cloud_cover"] <= limit_cover),
+        key=lambda i: (i.properties["eo:cloud_cover"], i.id),
+    )
+    assert 5 < len(expected) < len(items)
+    async with connect(api_backed_service) as mcp:
+        first = await call(
+            mcp,
+            "search_items",
+            collection_id=LANDSAT,
+            bbox=OLINDA_BOX,
+            max_cloud_cover=limit_cover,
+            sortby="cloud_cover",
+            limit=5,
+        )
+        assert first["count"] == len(expected)
+        assert first["pages"] == -(-len(expected) // 5) and first["next_page"] == 2
+        assert [i["id"] for i in first["items"]] == [i.id for i in expected[:5]]
+        assert first["items"][0]["assets"] == ["blue", "green", "red", "nir", "swir16", "swir22"]
+        second = await call(
+            mcp,
+            "search_items",
+            collection_id=LANDSAT,
+            bbox=OLINDA_BOX,
+            max_cloud_cover=limit_cover,
+            sortby="cloud_cover",
+            limit=5,
+            page=2,
+        )
+        assert [i["id"] for i in second["items"]] == [i.id for i in expected[5:10]]
+        # A period: months of the climate collection, each with its tiles.
+        spring = await call(mcp, "search_items", collection_id=CLIMATE, datetime="1999-03/1999-05", limit=100)
+        months = {i["datetime"][:7] for i in spring["items"]}
+        assert months == {"1999-03", "1999-04", "1999-05"}
+        assert spring["count"] == sum(1 for i in _items(stac_dir, CLIMATE) if i.datetime and 3 <= i.datetime.month <= 5)
+
+
+def _landsat_ndvi_reference(stac_dir: Path, bbox: list[float]) -> np.ndarray:
+    """NDVI of every pixel whose centre lies in `bbox`, from the items' red and nir files placed on the
+    scene's grid (overlaps hold the same pixels, so the order does not matter)."""
+    items = _overlapping(_items(stac_dir, LANDSAT), bbox)
+    with rasterio.open(items[0].assets["red"].href) as ds:
+        crs, res, x0, y0 = ds.crs, ds.res[0], ds.transform.c, ds.transform.f
+    for item in items:
+        with rasterio.open(item.assets["red"].href) as ds:
+            x0, y0 = min(x0, ds.transform.c), max(y0, ds.transform.f)
+    red: dict[tuple[int, int], float] = {}
+    nir: dict[tuple[int, int], float] = {}
+    for item in items:
+        for key, target in (("red", red), ("nir", nir)):
+            with rasterio.open(item.assets[key].href) as ds:
+                data = ds.read(1).astype("float64")
+                r0 = round((y0 - ds.transform.f) / res)
+                c0 = round((ds.transform.c - x0) / res)
+                for (r, c), value in np.ndenumerate(data):
+                    target[(r0 + r, c0 + c)] = value
+    to_utm = Transformer.from_crs("EPSG:4326", crs, always_xy=True)
+    area = shapely_transform(lambda x, y: to_utm.transform(x, y), box(*bbox).segmentize(0.001))
+    values = []
+    for (r, c), red_value in red.items():
+        centre = Point(x0 + (c + 0.5) * res, y0 - (r + 0.5) * res)
+        total = nir[(r, c)] + red_value
+        if total > 0 and area.contains(centre):
+            values.append((nir[(r, c)] - red_value) / total)
+    return np.array(values)
+
+
+async def test_ndvi_over_a_mosaic_of_many_items_matches_a_direct_computation(
+    api_backed_service: str, stac_dir: Path
+) -> None:
+    reference = _landsat_ndvi_reference(stac_dir, OLINDA_BOX)
+    async with connect(api_backed_service) as mcp:
+        result = await call(mcp, "get_scene_statistics", collection_id=LANDSAT, expression="ndvi", bbox=OLINDA_BOX)
+        same = await call(
+            mcp,
+            "get_scene_statistics",
+            collection_id=LANDSAT,
+            expression="(nir - red) / (nir + red)",
+            bbox=OLINDA_BOX,
+        )
+    assert result["formula"] == "(nir - red) / (nir + red)"
+    assert result["items"]["used"] > 10  # really a mosaic
+    stats = result["statistics"]
+    assert stats["valid_pixels"] == reference.size
+    assert stats["mean"] == pytest.approx(reference.mean(), rel=1e-5)
+    assert stats["min"] == pytest.approx(reference.min(), rel=1e-5)
+    assert stats["max"] == pytest.approx(reference.max(), rel=1e-5)
+    assert same["statistics"] == stats
+
+
+def _monthly(stac_dir: Path, collection_id: str, month: int) -> tuple[np.ma.MaskedArray, Any]:
+    path = cog(stac_dir, collection_id, f"{collection_id}-1999-{month:02d}")
+    with rasterio.open(path) as ds:
+        return ds.read(1, masked=True).astype("float64"), ds.transform
+
+
+def _weighted_mean_in_box(data: np.ma.MaskedArray, transform: Any, bbox: list[float]) -> float:
+    rows, cols = np.indices(data.shape)
+    lon = transform.c + (cols + 0.5) * transform.a
+    lat = transform.f + (rows + 0.5) * transform.e
+    inside = (lon >= bbox[0]) & (lon <= bbox[2]) & (lat >= bbox[1]) & (lat <= bbox[3]) & ~np.ma.getmaskarray(data)
+    weights = np.cos(np.radians(lat))[inside]
+    return float(np.average(np.ma.getdata(data)[inside], weights=weights))
+
+
+async def test_a_temporal_composite_and_a_time_series_match_the_untiled_grids(
+    api_backed_service: str, stac_dir: Path
+) -> None:
+    """The tiled collection mosaicked back per month equals the original monthly grids."""
+    months = [3, 4, 5]
+    grids = [_monthly(stac_dir, "bcsd-precipitation-1999", m) for m in months]
+    median = np.ma.median(np.ma.stack([g for g, _ in grids]), axis=0)
+    expected_median = _weighted_mean_in_box(median, grids[0][1], CLIMATE_BOX)
+    temperatures = [_monthly(stac_dir, "bcsd-temperature-1999", m) for m in months]
+    expected_series = [_weighted_mean_in_box(g, t, CLIMATE_BOX) for g, t in temperatures]
+    async with connect(api_backed_service) as mcp:
+        composite = await call(
+            mcp,
+            "get_scene_statistics",
+            collection_id=CLIMATE,
+            expression="pr",
+            bbox=CLIMATE_BOX,
+            datetime="1999-03/1999-05",
+            composite="median",
+        )
+        series = await call(
+            mcp,
+            "get_scene_timeseries",
+            collection_id=CLIMATE,
+            expression="tas",
+            bbox=CLIMATE_BOX,
+            start="1999-03",
+            end="1999-05",
+        )
+    assert composite["unit"] == "mm/month"
+    assert len(composite["dates"]) == 3 and composite["composite"].startswith("median over 3 dates")
+    assert composite["statistics"]["mean"] == pytest.approx(expected_median, rel=1e-5)
+    assert [p["date"][:7] for p in series["series"]] == ["1999-03", "1999-04", "1999-05"]
+    assert [p["mean"] for p in series["series"]] == pytest.approx(expected_series, rel=1e-5)
+    assert series["unit"] == "degC"
+
+
+async def test_static_catalog_and_stac_api_find_the_same_items(raster_service: str, api_backed_service: str) -> None:
+    arguments = {"collection_id": LANDSAT, "bbox": OLINDA_BOX, "max_cloud_cover": 1.0, "sortby": "-cloud_cover"}
+    async with connect(raster_service) as static, connect(api_backed_service) as api:
+        from_static = await call(static, "search_items", limit=100, **arguments)
+        from_api = await call(api, "search_items", limit=100, **arguments)
+    assert from_static["count"] > 0
+    assert json.dumps(from_static["items"]) == json.dumps(from_api["items"])
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "argument", "words"),
+    [
+        ("get_scene_statistics", {"expression": "nir + __import__('os').getcwd()"}, "expression", "only numbers"),
+        ("get_scene_statistics", {"expression": "(nir - red"}, "expression", "does not parse"),
+        ("get_scene_statistics", {"expression": "(nir - thermal) / 2"}, "expression", "not an asset"),
+        ("get_scene_statistics", {"expression": "ndvi", "composite": "mode"}, "composite", "median"),
+        ("search_items", {"max_cloud_cover": 150}, "max_cloud_cover", "0 to 100"),
+        ("search_items", {"sortby": "size"}, "sortby", "cloud_cover"),
+        ("search_items", {"limit": 0}, "limit", "1 to 100"),
+        ("get_scene_statistics", {"expression": "ndvi", "bbox": [10, 10, 11, 11]}, "bbox", "no items"),
+    ],
+)
+async def test_impossible_requests_name_the_argument(
+    api_backed_service: str, tool: str, arguments: dict[str, Any], argument: str, words: str
+) -> None:
+    async with connect(api_backed_service) as mcp:
+        message = await call_error(mcp, tool, collection_id=LANDSAT, **arguments)
+    assert f"'{argument}'" in message and words in message
+
+
+async def test_other_tools_send_scene_collections_to_the_scene_tools(api_backed_service: str) -> None:
+    async with connect(api_backed_service) as mcp:
+        message = await call_error(mcp, "get_raster_statistics", collection_id=LANDSAT, bbox=OLINDA_BOX)
+        assert "get_scene_statistics" in message
+        message = await call_error(mcp, "get_scene_statistics", collection_id="luxembourg-dem", expression="ndvi")
+        assert "not a scene collection" in message and LANDSAT in message
+        period = await call_error(
+            mcp, "get_scene_statistics", collection_id=CLIMATE, expression="pr", datetime="2005-01"
+        )
+        assert "'datetime'" in period and "1999" in period
+        info = await call(mcp, "get_raster_info", collection_id=LANDSAT)
+        assert info["assets"]["nir"]["common_name"] == "nir"
