@@ -41,16 +41,21 @@ class Service:
     name: str
     package: str
     port: int
+    ready_path: str = "/readyz"
+    # The module `python -m` runs, when it is not the package's __main__.
+    module: str | None = None
 
     @property
     def command(self) -> list[str]:
-        return [str(PYTHON), "-m", self.package]
+        return [str(PYTHON), "-m", self.module or self.package]
 
     def runnable(self) -> bool:
-        return module_exists(f"{self.package}.__main__")
+        return module_exists(self.module or f"{self.package}.__main__")
 
 
 SERVICES = [
+    # The STAC API raster-tools reads (rustac serving the demo catalog, as a cluster's would be external).
+    Service("stac-api", "stacgis_raster", 7822, ready_path="/conformance", module="stacgis_raster.demo_data.stac_api"),
     Service("raster-tools", "stacgis_raster", 8011),
     Service("vector-tools", "stacgis_vector", 8012),
     Service("knowledge-tools", "stacgis_knowledge", 8013),
@@ -111,7 +116,7 @@ def discover() -> tuple[list[Service], list[Service]]:
 
 
 def ready(service: Service) -> bool:
-    return http_ok(f"http://127.0.0.1:{service.port}/readyz")
+    return http_ok(f"http://127.0.0.1:{service.port}{service.ready_path}")
 
 
 def ingress_ready(with_gateway: bool) -> bool:

@@ -129,6 +129,8 @@ def api_backed_service(stac_api: str, stac_dir: Path) -> Iterator[str]:
     env = {
         "RASTER_PORT": str(port),
         "RASTER_STAC_URL": f"{stac_api}/",
+        # Enough to list every item of the demo collections, as the static catalog does.
+        "RASTER_STAC_LISTING_ITEMS": "500",
         "RASTER_ALLOWED_LOCAL_ROOTS": json.dumps([str(stac_dir)]),
         "RASTER_LOG_LEVEL": "WARNING",
     }

@@ -51,3 +51,17 @@ async def test_assets_outside_the_allowed_roots_are_not_read(api_service_without
         assert "outside the allowed roots" in message
         listing = await call(mcp, "list_raster_collections")  # the catalog itself still answers
         assert listing["count"] > 0
+
+
+async def test_the_api_describes_collections_as_the_static_catalog_does(
+    raster_service: str, api_backed_service: str
+) -> None:
+    async with connect(raster_service) as static, connect(api_backed_service) as api:
+        listed_api = (await call(api, "list_raster_collections"))["collections"]
+        listed_static = (await call(static, "list_raster_collections"))["collections"]
+        for a, b in zip(listed_api, listed_static, strict=True):
+            assert a == b, (a, b)
+        for collection_id in ("bcsd-temperature-1999", "landsat7-olinda-scenes"):
+            from_api = await call(api, "get_raster_info", collection_id=collection_id)
+            from_static = await call(static, "get_raster_info", collection_id=collection_id)
+            assert from_api == from_static

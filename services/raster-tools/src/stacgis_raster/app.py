@@ -37,6 +37,7 @@ def build_service(settings: RasterSettings) -> RasterService:
         kind=settings.stac_kind,
         refresh_seconds=settings.catalog_refresh_seconds,
         timeout=settings.stac_timeout_seconds,
+        listing_items=settings.stac_listing_items,
     )
     resolver = FeatureResolver(settings.vector_tools_url, settings.vector_tools_timeout_seconds)
     return RasterService(settings, source, guard, resolver)

@@ -415,10 +415,11 @@ class StaticCatalogSource(_CachedSource):
 class StacApiSource(_CachedSource):
     """A STAC API searched with pystac-client; item lists are not cached."""
 
-    def __init__(self, url: str, *, refresh_seconds: float, timeout: float) -> None:
+    def __init__(self, url: str, *, refresh_seconds: float, timeout: float, listing_items: int = 100) -> None:
         super().__init__(refresh_seconds)
         self.url = url
         self.timeout = timeout
+        self.listing_items = listing_items
         self._client: Any = None
 
     def _open(self) -> Any:
@@ -434,8 +435,20 @@ class StacApiSource(_CachedSource):
         records = {}
         try:
             for collection in client.get_collections():
-                sample = next(iter(client.search(collections=[collection.id], max_items=1).items()), None)
-                records[collection.id] = collection_record(collection, None, sample)
+                # The first items describe the collection as a static catalog's do (bands from a sample,
+                # time steps, a count when they are all); searches still run per request.
+                wanted = max(1, self.listing_items) + 1
+                search = client.search(collections=[collection.id], max_items=wanted, limit=min(wanted, 100))
+                found = list(search.items())
+                items = [r for r in (item_record(i, collection.id) for i in found) if r]
+                complete = len(found) < wanted and self.listing_items > 0
+                record = collection_record(
+                    collection, items[: self.listing_items] if complete else None, found[0] if found else None
+                )
+                if not complete:
+                    record.items = items[: self.listing_items] if self.listing_items else []
+                    record.item_count = search.matched()
+                records[collection.id] = record
         except Exception as exc:  # pystac-client raises plain APIError/requests errors
             raise UpstreamError(f"STAC API {self.url} failed: {exc}") from exc
         return records
@@ -464,7 +477,7 @@ class StacApiSource(_CachedSource):
 
 
 def open_source(
-    stac_url: str, guard: AssetGuard, *, kind: str, refresh_seconds: float, timeout: float
+    stac_url: str, guard: AssetGuard, *, kind: str, refresh_seconds: float, timeout: float, listing_items: int = 100
 ) -> CatalogSource:
     """Pick the source type; the configured location itself is trusted."""
     parts = urlsplit(stac_url)
@@ -476,5 +489,5 @@ def open_source(
     if kind == "auto":
         kind = "static" if (not remote or stac_url.endswith(".json")) else "api"
     if kind == "api":
-        return StacApiSource(stac_url, refresh_seconds=refresh_seconds, timeout=timeout)
+        return StacApiSource(stac_url, refresh_seconds=refresh_seconds, timeout=timeout, listing_items=listing_items)
     return StaticCatalogSource(stac_url, guard, refresh_seconds=refresh_seconds, timeout=timeout)

@@ -38,6 +38,8 @@ class RasterSettings(ServiceSettings):
     stac_kind: Literal["auto", "static", "api"] = "auto"
     catalog_refresh_seconds: float = Field(default=300.0, gt=0)
     stac_timeout_seconds: float = Field(default=15.0, gt=0)
+    # STAC API: items read per collection when the catalog loads (time steps, counts; 0: none).
+    stac_listing_items: int = Field(default=100, ge=0, le=10_000)
     # Asset reads: hosts ("example.com", "*.example.com") and local directories; the
     # location of stac_url itself is always allowed.
     allowed_remote_hosts: list[str] = Field(default_factory=list)
