@@ -223,3 +223,42 @@ async def test_other_tools_send_scene_collections_to_the_scene_tools(api_backed_
         assert "'datetime'" in period and "1999" in period
         info = await call(mcp, "get_raster_info", collection_id=LANDSAT)
         assert info["assets"]["nir"]["common_name"] == "nir"
+
+
+async def test_scene_tiles_show_ndvi_of_the_mosaic_in_the_collection_colours(
+    api_backed_service: str, stac_dir: Path
+) -> None:
+    import httpx
+    import morecantile
+    from rasterio.io import MemoryFile
+    from rio_tiler.colormap import cmap
+
+    lon, lat = -34.871, -7.995
+    tile = morecantile.tms.get("WebMercatorQuad").tile(lon, lat, 14)
+    async with httpx.AsyncClient(base_url=api_backed_service, timeout=60) as http:
+        tilejson = (await http.get(f"/tiles/{LANDSAT}/tilejson.json", params={"expression": "ndvi"})).json()
+        response = await http.get(f"/tiles/{LANDSAT}/{tile.z}/{tile.x}/{tile.y}.png")
+        zoomed_out = await http.get(f"/tiles/{LANDSAT}/10/{tile.x >> 4}/{tile.y >> 4}.png")
+        bad = await http.get(f"/tiles/{LANDSAT}/{tile.z}/{tile.x}/{tile.y}.png", params={"expression": "nir +"})
+        unscaled = await http.get(f"/tiles/{LANDSAT}/{tile.z}/{tile.x}/{tile.y}.png", params={"expression": "nir"})
+    assert "expression=ndvi" in tilejson["tiles"][0]
+    assert tilejson["minzoom"] == 14 and tilejson["maxzoom"] == 14  # from 14 a tile meets at most 24 tiles
+    assert response.status_code == 200 and response.headers["content-type"] == "image/png"
+    with MemoryFile(response.content) as memory, memory.open() as png:
+        rgba = png.read()
+    assert rgba.shape == (4, 256, 256) and (rgba[3] == 255).mean() > 0.9  # the tile lies inside the scene
+    # The colour of the pixel under (lon, lat) is rdylgn of that spot's NDVI in the untiled scene.
+    left, bottom, right, top = morecantile.tms.get("WebMercatorQuad").xy_bounds(tile)
+    x, y = Transformer.from_crs("EPSG:4326", "EPSG:3857", always_xy=True).transform(lon, lat)
+    col, row = int((x - left) / (right - left) * 256), int((top - y) / (top - bottom) * 256)
+    with rasterio.open(cog(stac_dir, "landsat7-olinda")) as scene:
+        sx, sy = Transformer.from_crs("EPSG:3857", scene.crs, always_xy=True).transform(
+            left + (col + 0.5) * (right - left) / 256, top - (row + 0.5) * (top - bottom) / 256
+        )
+        red, nir = (float(v) for v in next(scene.sample([(sx, sy)], indexes=[3, 4])))
+    ndvi = (nir - red) / (nir + red)
+    expected = cmap.get("rdylgn")[int(np.clip((ndvi + 1) / 2 * 255, 0, 255))]
+    assert tuple(int(v) for v in rgba[:3, row, col]) == expected[:3]
+    assert zoomed_out.status_code == 200 and "zoom in" in zoomed_out.headers["x-tile-note"]
+    assert bad.status_code == 400 and bad.json()["parameter"] == "expression"
+    assert unscaled.status_code == 400 and unscaled.json()["parameter"] == "rescale"

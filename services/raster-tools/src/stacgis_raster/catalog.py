@@ -9,7 +9,7 @@ import datetime as dt
 import threading
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -36,6 +36,9 @@ class BandInfo:
     data_type: str | None
     classes: dict[int, str] | None = None
     common_name: str | None = None
+    # raster:bands scale and offset: physical value = stored value * scale + offset.
+    scale: float | None = None
+    offset: float | None = None
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {"band": self.index, "name": self.name}
@@ -178,9 +181,15 @@ def _bands_from(raster_bands: list[dict[str, Any]], eo_bands: list[dict[str, Any
                 data_type=band.get("data_type"),
                 classes=classes,
                 common_name=eo.get("common_name"),
+                scale=_number(band.get("scale")),
+                offset=_number(band.get("offset")),
             )
         )
     return bands
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _asset_bands(item_assets: dict[str, Any]) -> dict[str, BandInfo]:
@@ -192,16 +201,7 @@ def _asset_bands(item_assets: dict[str, Any]) -> dict[str, BandInfo]:
         if "data" not in (asset.get("roles") or []) or len(raster) != 1:
             continue
         band = _bands_from(raster, asset.get("eo:bands"))[0]
-        out[key] = BandInfo(
-            index,
-            key,
-            band.description or asset.get("title"),
-            band.unit,
-            band.nodata,
-            band.data_type,
-            band.classes,
-            band.common_name,
-        )
+        out[key] = replace(band, index=index, name=key, description=band.description or asset.get("title"))
     return out if len(out) > 1 else {}
 
 

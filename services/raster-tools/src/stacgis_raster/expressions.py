@@ -28,8 +28,9 @@ INDICES = {
     "ndmi": "(nir - swir16) / (nir + swir16)",
     "ndbi": "(swir16 - nir) / (swir16 + nir)",
 }
-# Other names for the same common names (Landsat collection 2 and Sentinel-2 spellings).
-ALIASES = {"nir08": "nir", "swir1": "swir16", "swir2": "swir22", "b4": "red", "b3": "green", "b2": "blue"}
+# Spellings of the same band across catalogs (Earth Search, Planetary Computer, Landsat, Sentinel-2):
+# whichever a collection has answers to all of them.
+SYNONYMS = [("nir", "nir08"), ("swir16", "swir1"), ("swir22", "swir2")]
 
 _OPERATORS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 
@@ -47,9 +48,11 @@ def _resolver(asset_bands: Mapping[str, BandInfo]) -> dict[str, str]:
         for name in (key, band.name, band.common_name):
             if name:
                 names.setdefault(name.lower(), key)
-    for alias, common in ALIASES.items():
-        if common in names:
-            names.setdefault(alias, names[common])
+    for group in SYNONYMS:
+        found = next((names[name] for name in group if name in names), None)
+        if found is not None:
+            for name in group:
+                names.setdefault(name, found)
     return names
 
 

@@ -33,6 +33,8 @@ class SceneItem:
     date: str  # the acquisition (or period start) label; items of one date are mosaicked together
     hrefs: dict[str, str]  # asset key -> checked href, only the assets the expression reads
     cloud_cover: float | None
+    # asset key -> (scale, offset) from raster:bands, so band math sees physical values (reflectance)
+    scaling: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -81,7 +83,7 @@ def plan_grid(limits: ReadLimits, href: str, area: Area) -> rasterops.ReadPlan:
         )
 
 
-def _read_asset(href: str, plan: rasterops.ReadPlan) -> np.ma.MaskedArray:
+def _read_asset(href: str, plan: rasterops.ReadPlan, scaling: tuple[float, float] | None) -> np.ma.MaskedArray:
     """One single-band asset warped onto the plan's grid; pixels outside it or at nodata are masked."""
     height, width = plan.out_shape
     resampling = Resampling.nearest if plan.factor == 1 else Resampling.average
@@ -100,6 +102,8 @@ def _read_asset(href: str, plan: rasterops.ReadPlan) -> np.ma.MaskedArray:
         mask = alpha == 0
         if ds.nodata is not None:
             mask |= values == ds.nodata
+    if scaling is not None:
+        values = values.astype("float64") * scaling[0] + scaling[1]
     return np.ma.MaskedArray(values, mask=mask)
 
 
@@ -116,7 +120,7 @@ def mosaics(plan: rasterops.ReadPlan, items: Sequence[SceneItem], formula: str) 
         data = np.ma.MaskedArray(np.zeros(shape), mask=np.ones(shape, dtype=bool))
         mosaic = Mosaic(date, data)
         for item in group:
-            arrays = {key: _read_asset(href, plan) for key, href in item.hrefs.items()}
+            arrays = {key: _read_asset(href, plan, item.scaling.get(key)) for key, href in item.hrefs.items()}
             pixels_read += sum(int((~np.ma.getmaskarray(a)).sum()) for a in arrays.values())
             value = expressions.evaluate(formula, arrays)
             fill = np.ma.getmaskarray(data) & ~np.ma.getmaskarray(value)

@@ -15,6 +15,7 @@ from typing import Any
 from shapely.geometry import box
 
 from stacgis_raster import expressions, scene_reads
+from stacgis_raster.assets import AssetGuard
 from stacgis_raster.catalog import CollectionRecord, ItemRecord
 from stacgis_raster.errors import ArgumentError
 from stacgis_raster.reads import Area
@@ -52,6 +53,34 @@ def _sort_key(sortby: str) -> Callable[[ItemRecord], tuple[float, str]]:
         return ((item.start or dt.datetime.min.replace(tzinfo=dt.UTC)).timestamp(), item.id)
 
     return key
+
+
+def _read_figures(done: dict[str, Any]) -> dict[str, Any]:
+    """What a read cost and how its pixels were weighted."""
+    return {
+        "pixels_read": done["pixels_read"],
+        "resolution": done["resolution"],
+        "weighting": "cos(latitude) area weights" if done["geographic"] else "equal-area pixels",
+    }
+
+
+def scene_items(
+    guard: AssetGuard, record: CollectionRecord, items: Sequence[ItemRecord], expression: expressions.Expression
+) -> list[scene_reads.SceneItem]:
+    """What a read worker needs of each item: the checked hrefs of the assets the expression reads."""
+    scaling = {
+        key: (band.scale if band.scale is not None else 1.0, band.offset or 0.0)
+        for key in expression.assets
+        if (band := record.asset_bands[key]).scale is not None or band.offset is not None
+    }
+    out = []
+    for item in items:
+        missing = [key for key in expression.assets if key not in item.assets]
+        if missing:
+            raise ArgumentError("expression", f"item '{item.id}' has no asset {', '.join(missing)}")
+        hrefs = {key: guard.check(item.assets[key]) for key in expression.assets}
+        out.append(scene_reads.SceneItem(item.id, item.time_label() or "", hrefs, item.cloud_cover, scaling))
+    return out
 
 
 class SceneService:
@@ -153,24 +182,6 @@ class SceneService:
             result["note"] = "no items match; widen the area, the period or the cloud limit"
         return result
 
-    async def _read_items(
-        self, record: CollectionRecord, items: Sequence[ItemRecord], expression: expressions.Expression
-    ) -> list[scene_reads.SceneItem]:
-        out = []
-        for item in items:
-            missing = [key for key in expression.assets if key not in item.assets]
-            if missing:
-                raise ArgumentError("expression", f"item '{item.id}' has no asset {', '.join(missing)}")
-            out.append(
-                scene_reads.SceneItem(
-                    item.id,
-                    item.time_label() or "",
-                    {key: self.raster.guard.check(item.assets[key]) for key in expression.assets},
-                    item.cloud_cover,
-                )
-            )
-        return out
-
     async def _prepared(
         self,
         collection_id: Any,
@@ -213,6 +224,9 @@ class SceneService:
             "unit": units.pop() if len(units) == 1 and len(parsed.assets) == 1 else None,
             "area": self.raster._area_json(area),
         }
+        scaled = [k for k in parsed.assets if record.asset_bands[k].scale is not None or record.asset_bands[k].offset]
+        if scaled:
+            out["scaled"] = f"{', '.join(scaled)} read as stored value x scale + offset (raster:bands)"
         if place_info is not None:
             out["place"] = place_info
         if capped:
@@ -238,9 +252,13 @@ class SceneService:
         record, parsed, area, place_info, items, capped = await self._prepared(
             collection_id, expression, place, bbox, geometry, datetime, max_cloud_cover, token
         )
-        read_items = await self._read_items(record, items, parsed)
         done = await self.raster.read(
-            scene_reads.scene_statistics, self.raster.limits, read_items, area, parsed.formula, method
+            scene_reads.scene_statistics,
+            self.raster.limits,
+            scene_items(self.raster.guard, record, items, parsed),
+            area,
+            parsed.formula,
+            method,
         )
         result = self._common(record, parsed, area, place_info, capped)
         dates = done["dates"]
@@ -257,9 +275,7 @@ class SceneService:
             else "one date: a mosaic of its items"
         )
         result["mosaic"] = "least cloudy item first where items overlap"
-        result["pixels_read"] = done["pixels_read"]
-        result["resolution"] = done["resolution"]
-        result["weighting"] = "cos(latitude) area weights" if done["geographic"] else "equal-area pixels"
+        result.update(_read_figures(done))
         result["statistics"] = done["statistics"]
         return result
 
@@ -282,7 +298,7 @@ class SceneService:
         record, parsed, area, place_info, items, capped = await self._prepared(
             collection_id, expression, place, bbox, geometry, datetime, max_cloud_cover, token
         )
-        read_items = await self._read_items(record, items, parsed)
+        read_items = scene_items(self.raster.guard, record, items, parsed)
         done = await self.raster.read(scene_reads.scene_series, self.raster.limits, read_items, area, parsed.formula)
         result = self._common(record, parsed, area, place_info, capped)
         series = done["series"]
@@ -296,7 +312,5 @@ class SceneService:
                 "max": max(means),
                 "mean": round(sum(means) / len(means), 6),
             }
-        result["pixels_read"] = done["pixels_read"]
-        result["resolution"] = done["resolution"]
-        result["weighting"] = "cos(latitude) area weights" if done["geographic"] else "equal-area pixels"
+        result.update(_read_figures(done))
         return result

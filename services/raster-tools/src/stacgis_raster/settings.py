@@ -59,6 +59,8 @@ class RasterSettings(ServiceSettings):
     max_change_items_per_period: int = Field(default=120, ge=1)
     # Scene tools: items searched per request (filters and sorting run over these), and so at most read.
     scene_max_items: int = Field(default=300, ge=1, le=10_000)
+    # Scene tiles: items mosaicked per tile at most; a tile over more answers transparent, asking to zoom in.
+    scene_tile_max_items: int = Field(default=24, ge=1, le=500)
     # A tool call that takes longer answers with an error; its read worker process is stopped.
     tool_timeout_seconds: float = Field(default=60.0, gt=0)
     # vector-tools, for geometry arguments given as {"dataset": ..., "id": ...}.

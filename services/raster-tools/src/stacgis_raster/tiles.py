@@ -45,6 +45,8 @@ from stacgis_raster.catalog import CollectionRecord
 from stacgis_raster.errors import ArgumentError, NotFoundError, UpstreamError
 from stacgis_raster.metrics import TILE_DURATION, TILE_REQUESTS
 from stacgis_raster.rasterops import WGS84
+from stacgis_raster.scene_service import scene_items
+from stacgis_raster.scene_tiles import render_scene_tile, scene_render, tile_bounds_wgs84
 from stacgis_raster.service import RasterService
 from stacgis_raster.settings import RasterSettings
 from stacgis_raster.validation import parse_interval
@@ -63,7 +65,7 @@ MAX_LAT = 85.0511287798
 # raster is a speck of under 16 pixels on a 256-pixel tile, not worth a read.
 MIN_SPAN_OF_TILE = 1 / 16
 RESAMPLING = {"nearest", "bilinear", "cubic", "cubic_spline", "lanczos", "average", "mode"}
-PASSTHROUGH_PARAMS = ("datetime", "bidx", "rescale", "colormap_name", "colormap", "resampling")
+PASSTHROUGH_PARAMS = ("datetime", "bidx", "rescale", "colormap_name", "colormap", "resampling", "expression")
 
 
 def transparent_png(size: int) -> bytes:
@@ -225,6 +227,28 @@ def _largest_tile(lat0: float, z: int) -> tuple[float, float]:
     return 360 / 2**z, _latitude(start + tile_m) - _latitude(start)
 
 
+def visible_zoom(west: float, south: float, east: float, north: float) -> int:
+    """The first zoom where an extent's larger side spans MIN_SPAN_OF_TILE of a tile."""
+    span = max((east - west) / 360 * WORLD_M, _mercator_y(north) - _mercator_y(south), 1e-9)
+    return max(0, math.ceil(math.log2(WORLD_M * MIN_SPAN_OF_TILE / span) - 1e-9))
+
+
+def scene_crowded_below(record: CollectionRecord, cap: int) -> int:
+    """The first zoom where a tile meets at most `cap` of the collection's items, for items spread
+    evenly over its extent: a tile of w x h meets about count * (w + item w)(h + item h) / extent."""
+    if record.bbox is None or not record.item_count:
+        return 0
+    west, south, east, north = record.bbox
+    width, height = max(east - west, 1e-9), max(north - south, 1e-9)
+    item_w, item_h = width / math.sqrt(record.item_count), height / math.sqrt(record.item_count)
+    for z in range(MAX_ZOOM + 1):
+        lon_span, lat_span = _largest_tile(0.0 if south <= 0 <= north else min(abs(south), abs(north)), z)
+        met = record.item_count * min(1.0, (lon_span + item_w) * (lat_span + item_h) / (width * height))
+        if met <= cap:
+            return z
+    return MAX_ZOOM
+
+
 def layer_zooms(ds: DatasetReader, max_pixels: int) -> LayerZooms:
     """The zooms a layer is served at, from the raster's extent, resolution and overviews.
 
@@ -234,8 +258,7 @@ def layer_zooms(ds: DatasetReader, max_pixels: int) -> LayerZooms:
     over the raster (at its latitude closest to the equator, where Mercator tiles cover most ground).
     """
     west, south, east, north = _geographic_bounds(ds)
-    span = max((east - west) / 360 * WORLD_M, _mercator_y(north) - _mercator_y(south), 1e-9)
-    visible = max(0, math.ceil(math.log2(WORLD_M * MIN_SPAN_OF_TILE / span) - 1e-9))
+    visible = visible_zoom(west, south, east, north)
 
     crs = ds.crs or WGS84
     coarsest = _factors(ds)[-1]
@@ -434,6 +457,39 @@ def tile_routes(service: RasterService) -> list[Route]:
         items, _note = await service.latest_or_matching(record, interval, None, 1)
         return service.href(items[0])
 
+    def tile_response(result: TileResult) -> Response:
+        headers = {"Cache-Control": cache_header}
+        png = result.png
+        if png is None:
+            png = empty
+            headers["X-Tile-Note"] = result.note or "empty"
+        return Response(png, media_type="image/png", headers=headers)
+
+    async def scene_tile(record: CollectionRecord, z: int, x: int, y: int, params: Any) -> TileResult:
+        """A mosaic of the items under the tile through the expression (scene_tiles)."""
+        options = scene_render(record, params)
+        interval = parse_interval(params.get("datetime")) if record.time_resolved else None
+        bounds = tile_bounds_wgs84(z, x, y)
+        cap = settings.scene_tile_max_items
+        found = await service.run(service.source.items, record, interval, bounds, cap + 1)
+        if not found:
+            return TileResult(None, "no data under this tile")
+        if len(found) > cap:
+            return TileResult(None, f"more than {cap} scenes under this tile (RASTER_SCENE_TILE_MAX_ITEMS); zoom in")
+        png, pixels = await service.read(
+            render_scene_tile,
+            scene_items(service.guard, record, found, options.expression),
+            options,
+            z,
+            x,
+            y,
+            settings.tile_size,
+            deadline_s=settings.tile_timeout_seconds,
+            what="the tile",
+            setting="RASTER_TILE_TIMEOUT_SECONDS",
+        )
+        return TileResult(png, None if png else "no data under this tile", 1, pixels)
+
     async def tile(request: Request) -> Response:
         started = time.perf_counter()
         outcome = "ok"
@@ -443,7 +499,11 @@ def tile_routes(service: RasterService) -> list[Route]:
             x = _int_param("x", p["x"])
             y = _int_param("y", p["y"])
             check_tile_address(z, x, y)
-            record = await service.collection(p["collection_id"])
+            record = await service.collection(p["collection_id"], scenes=True)
+            if record.scenes:
+                result = await scene_tile(record, z, x, y, request.query_params)
+                outcome = "ok" if result.png else "empty"
+                return tile_response(result)
             options = render_options(record, request.query_params)
             href = await pick_item(record, request.query_params)
             result = await service.read(
@@ -459,13 +519,9 @@ def tile_routes(service: RasterService) -> list[Route]:
                 what="the tile",
                 setting="RASTER_TILE_TIMEOUT_SECONDS",
             )
-            headers = {"Cache-Control": cache_header}
-            png = result.png
-            if png is None:
+            if result.png is None:
                 outcome = "empty"
-                png = empty
-                headers["X-Tile-Note"] = result.note or "empty"
-            return Response(png, media_type="image/png", headers=headers)
+            return tile_response(result)
         except DeadlineExceeded as exc:
             outcome = "timeout"
             return error_response(exc)
@@ -478,9 +534,15 @@ def tile_routes(service: RasterService) -> list[Route]:
 
     async def tilejson(request: Request) -> Response:
         try:
-            record = await service.collection(request.path_params["collection_id"])
-            render_options(record, request.query_params)  # reject bad parameters here already
-            href = await pick_item(record, request.query_params)
+            record = await service.collection(request.path_params["collection_id"], scenes=True)
+            if record.scenes:
+                # Bad parameters are rejected here already; zooms from one item's asset and the whole extent.
+                options = scene_render(record, request.query_params)
+                items = await service.items(record, None, None, 1)
+                href = service.guard.check(items[0].assets[options.expression.assets[0]])
+            else:
+                render_options(record, request.query_params)  # reject bad parameters here already
+                href = await pick_item(record, request.query_params)
             zooms = await service.read(
                 tile_layer,
                 href,
@@ -491,6 +553,10 @@ def tile_routes(service: RasterService) -> list[Route]:
             )
         except Exception as exc:
             return error_response(exc)
+        if record.scenes and record.bbox is not None:
+            crowded = scene_crowded_below(record, settings.scene_tile_max_items)
+            minzoom = min(max(zooms.readable_from, visible_zoom(*record.bbox), crowded), MAX_ZOOM)
+            zooms = LayerZooms(minzoom, max(zooms.maxzoom, minzoom), [round(v, 6) for v in record.bbox], 0, 0)
         base = tile_base_url(request, settings)
         query = urlencode([(k, v) for k, v in request.query_params.multi_items() if k in PASSTHROUGH_PARAMS])
         url = f"{base}/tiles/{record.id}/{{z}}/{{x}}/{{y}}.png" + (f"?{query}" if query else "")

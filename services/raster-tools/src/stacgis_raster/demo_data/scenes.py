@@ -225,7 +225,7 @@ def landsat_tiles(
     _, height, width = raster.data.shape
     for tile in grid_tiles(height, width, nrows, ncols, overlap=4):
         data = raster.data[:, tile.rows, tile.cols]
-        transform = raster.transform * Affine.translation(tile.cols.start, tile.rows.start)
+        transform = raster.transform @ Affine.translation(tile.cols.start, tile.rows.start)
         cloud = round(100.0 * float((data[0] >= BRIGHT_BLUE_DN).mean()), 2)
         writer.add(
             f"olinda-r{tile.row:02d}-c{tile.col:02d}",
@@ -278,7 +278,7 @@ def climate_tiles(
             writer.add(
                 f"bcsd-1999-{pr_month.datetime:%m}-r{tile.row}-c{tile.col}",
                 RasterArray(
-                    cut, pr.transform * Affine.translation(tile.cols.start, tile.rows.start), pr.crs, pr.nodata
+                    cut, pr.transform @ Affine.translation(tile.cols.start, tile.rows.start), pr.crs, pr.nodata
                 ),
                 pr_month.datetime,
                 start=pr_month.start,
