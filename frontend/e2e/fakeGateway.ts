@@ -103,6 +103,18 @@ interface Session {
   created_at: string;
   updated_at: string;
   messages: StoredMessage[];
+  /** The map as the app last saved it (PUT /chat/session/{id}/map-state). */
+  mapState: JsonObject | null;
+}
+
+/** A place the stand-in place search knows. */
+export interface FakePlace {
+  name: string;
+  kind: string;
+  country?: string;
+  ref: string;
+  point?: [number, number];
+  bbox?: [number, number, number, number];
 }
 
 /** How a call ended, as the gateway's history keeps it. */
@@ -120,6 +132,16 @@ export class FakeGateway {
   readonly approvals = new Map<string, boolean>();
   /** Layers the tile endpoint describes: collection id -> TileJSON fields (bounds, rescale, units…). */
   readonly layers = new Map<string, JsonObject>([["global-land-mask", { name: "Land mask", bounds: [-180, -85, 180, 85] }]]);
+  /** What GET /places/search finds (names starting with the words typed), and every search received. */
+  readonly places: FakePlace[] = [
+    { name: "Luxembourg", kind: "country", ref: "countries/LUX", bbox: [5.73, 49.45, 6.53, 50.18] },
+    { name: "Luxembourg", kind: "city", country: "Luxembourg", ref: "cities/2960316", point: [6.13, 49.61] },
+    { name: "Lucerne", kind: "city", country: "Switzerland", ref: "cities/2659811", point: [8.31, 47.05] },
+    { name: "Berlin", kind: "city", country: "Germany", ref: "cities/2950159", point: [13.41, 52.52] },
+  ];
+  readonly placeSearches: string[] = [];
+  /** Every map state saved, in order: session id and body. */
+  readonly mapSaves: { sessionId: string; state: JsonObject }[] = [];
   /** While true every model slot is taken: new runs are refused with the gate's 503 and capacity shows none free. */
   busy = false;
   private readonly waiting = new Map<string, (approved: boolean) => void>();
@@ -182,6 +204,25 @@ export class FakeGateway {
       if (!session) return json(res, 404, { detail: "session not found" });
       return json(res, 200, { session_id: session.id, title: session.title, messages: session.messages });
     }
+    const mapState = /^\/api\/v1\/chat\/session\/([^/]+)\/map-state$/.exec(path);
+    if (mapState && (method === "GET" || method === "PUT")) {
+      const session = this.sessions.get(decodeURIComponent(mapState[1]));
+      if (!session) return json(res, 404, { detail: "session not found" });
+      if (method === "PUT") {
+        session.mapState = JSON.parse(await readBody(req)) as JsonObject;
+        this.mapSaves.push({ sessionId: session.id, state: session.mapState });
+      }
+      return json(res, 200, { map_state: session.mapState, updated_at: session.mapState ? new Date().toISOString() : null });
+    }
+    if (method === "GET" && path === "/api/v1/places/search") {
+      const params = new URL(req.url ?? "/", "http://x").searchParams;
+      const q = (params.get("q") ?? "").trim();
+      if (!q) return json(res, 422, { detail: [{ loc: ["query", "q"], msg: "q must not be blank" }] });
+      this.placeSearches.push(q);
+      const limit = Number(params.get("limit") ?? "5");
+      const results = this.places.filter((p) => p.name.toLowerCase().startsWith(q.toLowerCase())).slice(0, limit);
+      return json(res, 200, { query: q, results });
+    }
     if (method === "POST" && path === "/api/v1/chat/stream") return this.stream(req, res);
     const approval = /^\/api\/v1\/chat\/approvals\/([^/]+)$/.exec(path);
     if (method === "POST" && approval) {
@@ -242,7 +283,7 @@ export class FakeGateway {
     const now = new Date().toISOString();
     let session = typeof body.session_id === "string" ? this.sessions.get(body.session_id) : undefined;
     if (!session) {
-      session = { id: randomUUID(), title: body.message.slice(0, 40), created_at: now, updated_at: now, messages: [] };
+      session = { id: randomUUID(), title: body.message.slice(0, 40), created_at: now, updated_at: now, messages: [], mapState: null };
       this.sessions.set(session.id, session);
     }
     const runId = randomUUID();

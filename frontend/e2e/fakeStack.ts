@@ -57,6 +57,8 @@ export function serveWithFakeGateway(): FakeStack {
     // One test's unused answers must not answer the next test's questions.
     gateway.answers.length = 0;
     gateway.requests.length = 0;
+    gateway.placeSearches.length = 0;
+    gateway.mapSaves.length = 0;
     gateway.busy = false;
     gateway.release();
   });

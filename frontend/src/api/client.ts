@@ -41,6 +41,44 @@ export interface SessionHistory {
   messages: HistoryMessage[];
 }
 
+/** A place the search box offers (GET /places/search). */
+export interface PlaceCandidate {
+  name: string;
+  kind: string;
+  country?: string;
+  ref: string;
+  /** [lon, lat] of a point place. */
+  point?: [number, number];
+  /** [west, south, east, north] of an area. */
+  bbox?: [number, number, number, number];
+  population?: number;
+}
+
+export interface PlaceResults {
+  query: string;
+  results: PlaceCandidate[];
+}
+
+/** A conversation's map as the gateway keeps it (PUT/GET /chat/session/{id}/map-state). */
+export interface SavedMapLayer {
+  id: string;
+  source: { type: "raster"; tiles: string[]; tileSize?: number; bounds?: [number, number, number, number]; minzoom?: number; maxzoom?: number; attribution?: string };
+  legend: Record<string, unknown> | null;
+  origin: "agent" | "user";
+  visible: boolean;
+  opacity: number;
+}
+
+export interface SavedMapState {
+  view: { center: { lat: number; lon: number }; zoom: number; bearing: number; pitch?: number };
+  basemap: string;
+  basemap_visible: boolean;
+  basemap_opacity: number;
+  layers: SavedMapLayer[];
+  selected_feature: Record<string, unknown> | null;
+  drawn_geometry: Record<string, unknown> | null;
+}
+
 export interface ServiceInfo {
   model: string;
   provider: string;
@@ -98,6 +136,20 @@ export class ApiClient {
 
   deleteSession(sessionId: string): Promise<unknown> {
     return this.json(`/chat/session/${encodeURIComponent(sessionId)}`, { method: "DELETE" });
+  }
+
+  searchPlaces(query: string, limit: number, signal?: AbortSignal): Promise<PlaceResults> {
+    const params = new URLSearchParams({ q: query, limit: String(limit) });
+    return this.json<PlaceResults>(`/places/search?${params}`, { signal });
+  }
+
+  async mapState(sessionId: string): Promise<SavedMapState | null> {
+    const saved = await this.json<{ map_state: SavedMapState | null }>(`/chat/session/${encodeURIComponent(sessionId)}/map-state`);
+    return saved?.map_state ?? null;
+  }
+
+  saveMapState(sessionId: string, state: SavedMapState): Promise<unknown> {
+    return this.json(`/chat/session/${encodeURIComponent(sessionId)}/map-state`, { method: "PUT", body: JSON.stringify(state) });
   }
 
   cancelRun(runId: string): Promise<unknown> {

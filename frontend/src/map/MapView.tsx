@@ -48,6 +48,8 @@ const CONFIGURED_STYLE_URL = (import.meta.env.VITE_MAP_STYLE_URL as string | und
 const EMPTY: FeatureCollection = { type: "FeatureCollection", features: [] };
 
 let countriesCache: Countries | null = null;
+/** The basemap the map's style was last made from. */
+let shownBasemap: BasemapChoice = "light";
 /** The current basemap style's own layer opacities (see layerState.ts). */
 let basemapOpacities = new Map<string, number>();
 
@@ -115,6 +117,15 @@ function addSupportLayers(map: MapLibreMap): void {
   if (countriesCache) (map.getSource(COUNTRIES_SOURCE) as GeoJSONSource | undefined)?.setData(countriesCache.display);
 }
 
+/** Adds the store's layers the map lacks: those put there without the bridge (a conversation's saved map). */
+function addMissingOverlays(map: MapLibreMap): void {
+  if (styleIsLoading()) return; // the new style's load adds them (addSupportLayers)
+  for (const overlay of useUiStore.getState().overlays) {
+    if (!map.getSource(overlay.id)) map.addSource(overlay.id, overlay.source);
+    if (!map.getLayer(overlay.id)) map.addLayer(layerSpec(overlay), overlayBeforeId(map));
+  }
+}
+
 /** What the map highlights: a country's flat-map outline, or the feature itself. */
 function selectionData(feature: Feature | null): FeatureCollection {
   if (!feature) return EMPTY;
@@ -151,9 +162,10 @@ export function MapView() {
     if (!container) return;
     const ui = useUiStore.getState();
     if (CONFIGURED_STYLE_URL) ui.setBasemap({ url: CONFIGURED_STYLE_URL });
+    shownBasemap = useUiStore.getState().basemap;
     const instance = new MapLibreMap({
       container,
-      style: styleFor(useUiStore.getState().basemap),
+      style: styleFor(shownBasemap),
       center: [ui.center.lon, ui.center.lat],
       zoom: ui.zoom,
       attributionControl: { compact: true, customAttribution: "Borders: Natural Earth" },
@@ -172,7 +184,7 @@ export function MapView() {
     });
     instance.on("moveend", () => {
       const c = instance.getCenter().wrap();
-      useUiStore.getState().setView({ lat: c.lat, lon: c.lng }, instance.getZoom());
+      useUiStore.getState().setView({ lat: c.lat, lon: c.lng }, instance.getZoom(), instance.getBearing());
     });
     let frame = 0;
     instance.on("mousemove", (e: MapMouseEvent) => {
@@ -227,7 +239,17 @@ export function MapView() {
   // Keep the map's own layers in step with the store.
   useEffect(() => {
     if (!map) return;
-    let lastBasemap = useUiStore.getState().basemap;
+    // What the store got before this subscription (a conversation's saved map, restored early).
+    const ui = useUiStore.getState();
+    addMissingOverlays(map);
+    (map.getSource("selection") as GeoJSONSource | undefined)?.setData(selectionData(ui.selectedFeature));
+    (map.getSource("drawing") as GeoJSONSource | undefined)?.setData(drawingFeatures(ui.draw, ui.drawnGeometry));
+    const switchBasemap = (choice: BasemapChoice) => {
+      shownBasemap = choice;
+      markStyleLoading();
+      map.setStyle(styleFor(choice), { diff: false });
+    };
+    if (ui.basemap !== shownBasemap) switchBasemap(ui.basemap);
     return useUiStore.subscribe((s, prev) => {
       if (s.selectedFeature !== prev.selectedFeature) {
         (map.getSource("selection") as GeoJSONSource | undefined)?.setData(selectionData(s.selectedFeature));
@@ -240,16 +262,13 @@ export function MapView() {
           map.getCanvas().style.cursor = s.draw.active ? "crosshair" : "";
         }
       }
-      if (s.basemap !== lastBasemap) {
-        lastBasemap = s.basemap;
-        markStyleLoading();
-        map.setStyle(styleFor(s.basemap), { diff: false });
-      }
+      if (s.basemap !== shownBasemap) switchBasemap(s.basemap);
       if (s.overlays !== prev.overlays) {
         for (const removed of prev.overlays.filter((o) => !s.overlays.some((n) => n.id === o.id))) {
           if (map.getLayer(removed.id)) map.removeLayer(removed.id);
           if (map.getSource(removed.id)) map.removeSource(removed.id);
         }
+        addMissingOverlays(map);
         syncOverlays(map, s.overlays, overlayBeforeId(map));
       }
       if ((s.basemapVisible !== prev.basemapVisible || s.basemapOpacity !== prev.basemapOpacity) && !styleIsLoading()) {

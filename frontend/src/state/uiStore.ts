@@ -18,6 +18,8 @@ export interface UiState {
   /** Map view, kept current by the map for the spatial context. */
   center: { lat: number; lon: number };
   zoom: number;
+  /** Degrees clockwise from north. */
+  bearing: number;
   selectedFeature: Feature | null;
   drawnGeometry: DrawnGeometry | null;
   draw: DrawState;
@@ -29,7 +31,7 @@ export interface UiState {
   basemapOpacity: number;
   speakAnswers: boolean;
   setPanel: (panel: PanelName, open?: boolean) => void;
-  setView: (center: { lat: number; lon: number }, zoom: number) => void;
+  setView: (center: { lat: number; lon: number }, zoom: number, bearing?: number) => void;
   setSelectedFeature: (feature: Feature | null) => void;
   setDraw: (draw: DrawState) => void;
   setDrawnGeometry: (geometry: DrawnGeometry | null) => void;
@@ -57,6 +59,7 @@ export const useUiStore = create<UiState>()((set) => ({
   panels: { chat: true, sessions: !narrowScreen(), activity: true, legend: true, layers: false },
   center: { lat: 49.61, lon: 6.13 },
   zoom: 3,
+  bearing: 0,
   selectedFeature: null,
   drawnGeometry: null,
   draw: idleDraw,
@@ -77,7 +80,7 @@ export const useUiStore = create<UiState>()((set) => ({
       }
       return { panels: next };
     }),
-  setView: (center, zoom) => set({ center, zoom }),
+  setView: (center, zoom, bearing = 0) => set({ center, zoom, bearing }),
   setSelectedFeature: (selectedFeature) => set({ selectedFeature }),
   setDraw: (draw) => set({ draw }),
   setDrawnGeometry: (drawnGeometry) => set({ drawnGeometry }),
