@@ -533,3 +533,33 @@ def test_a_place_named_in_a_memory_is_found_by_its_name() -> None:
 )
 def test_the_two_periods_a_question_compares(question: str, periods: tuple[str, str] | None) -> None:
     assert compared_periods(question) == periods
+
+
+def test_a_scene_collection_with_red_and_nir_holds_ndvi_for_the_scene_tools_only() -> None:
+    from stacgis_orchestrator.premises import Catalog, call_gap, sole_holder
+
+    catalog = Catalog.from_resource(
+        json.dumps(
+            {
+                "collections": [
+                    {"id": "olinda-ndvi", "title": "NDVI of Olinda", "keywords": ["ndvi"], "band_names": ["ndvi"]},
+                    {"id": "olinda", "title": "Landsat 7 scene", "band_names": ["B1", "B2", "B3", "B4"]},
+                    {
+                        "id": "olinda-scenes",
+                        "title": "Landsat tiles",
+                        "kind": "scenes",
+                        "band_names": ["blue", "green", "red", "nir"],
+                    },
+                ]
+            }
+        )
+    )
+    question = "Show me NDVI statistics for Olinda"
+    assert catalog.collections["olinda-scenes"].holds("ndvi")
+    # The scene tools' call on the scene collection stands; a single-file tool's call on the raw scene
+    # goes to the one single-file NDVI collection, never to the scenes (which that tool cannot read).
+    assert call_gap(question, catalog, "olinda-scenes") is None
+    refused = call_gap(question, catalog, "olinda")
+    assert refused is not None and "olinda-ndvi" in refused and "olinda-scenes" not in refused
+    assert sole_holder(question, catalog, None).id == "olinda-ndvi"  # type: ignore[union-attr]
+    assert sole_holder(question, catalog, None, scenes=True).id == "olinda-scenes"  # type: ignore[union-attr]

@@ -262,3 +262,45 @@ async def test_scene_tiles_show_ndvi_of_the_mosaic_in_the_collection_colours(
     assert zoomed_out.status_code == 200 and "zoom in" in zoomed_out.headers["x-tile-note"]
     assert bad.status_code == 400 and bad.json()["parameter"] == "expression"
     assert unscaled.status_code == 400 and unscaled.json()["parameter"] == "rescale"
+
+
+CUBE = "bcsd-1999-cube"
+
+
+async def test_a_data_cube_answers_statistics_and_time_series_per_variable(
+    api_backed_service: str, stac_dir: Path
+) -> None:
+    """One NetCDF file, variables x time x space, equals the 24 monthly files cut from it."""
+    grids = [_monthly(stac_dir, "bcsd-precipitation-1999", m) for m in (6, 7, 8)]
+    expected_max = _weighted_mean_in_box(
+        np.ma.max(np.ma.stack([g for g, _ in grids]), axis=0), grids[0][1], CLIMATE_BOX
+    )
+    temperatures = [_monthly(stac_dir, "bcsd-temperature-1999", m) for m in range(1, 13)]
+    expected_series = [_weighted_mean_in_box(g, t, CLIMATE_BOX) for g, t in temperatures]
+    async with connect(api_backed_service) as mcp:
+        info = await call(mcp, "get_raster_info", collection_id=CUBE)
+        summer = await call(
+            mcp,
+            "get_scene_statistics",
+            collection_id=CUBE,
+            expression="pr",
+            bbox=CLIMATE_BOX,
+            datetime="1999-06/1999-08",
+            composite="max",
+        )
+        series = await call(mcp, "get_scene_timeseries", collection_id=CUBE, expression="tas", bbox=CLIMATE_BOX)
+        ratio = await call(
+            mcp, "get_scene_statistics", collection_id=CUBE, expression="pr / 30", bbox=CLIMATE_BOX, datetime="1999-07"
+        )
+        steps = await call(mcp, "search_items", collection_id=CUBE, datetime="1999-03/1999-04")
+    assert info["kind"] == "data cube"
+    assert set(info["variables"]) == {"pr", "tas"} and info["variables"]["pr"]["unit"] == "mm/month"
+    assert info["dimensions"]["time"]["steps"] == 12 and set(info["dimensions"]) == {"x", "y", "time"}
+    assert len(summer["dates"]) == 3
+    assert summer["statistics"]["mean"] == pytest.approx(expected_max, rel=1e-5)
+    assert [p["mean"] for p in series["series"]] == pytest.approx(expected_series, rel=1e-5)
+    july, _ = _monthly(stac_dir, "bcsd-precipitation-1999", 7)
+    assert ratio["statistics"]["mean"] == pytest.approx(
+        _weighted_mean_in_box(july / 30, grids[1][1], CLIMATE_BOX), rel=1e-5
+    )
+    assert steps["count"] == 2 and all(i["assets"] == ["pr", "tas"] for i in steps["items"])

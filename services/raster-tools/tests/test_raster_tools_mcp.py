@@ -33,6 +33,7 @@ EXPECTED_IDS = {
     "global-land-mask",
     "landsat7-olinda-scenes",
     "bcsd-1999-scenes",
+    "bcsd-1999-cube",
 }
 BCSD = f"{STARS}/nc/bcsd_obs_1999.nc"
 

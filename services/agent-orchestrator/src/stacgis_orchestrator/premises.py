@@ -76,6 +76,8 @@ class Collection:
     variables: frozenset[str]  # of VARIABLES, those whose words occur in its id, title, keywords or bands
     years: tuple[int, int] | None  # first and last year of its data; None when not time-resolved
     bbox: tuple[float, float, float, float] | None = None  # west, south, east, north
+    # Many items with one asset per band (or a data cube): read by the scene tools, not the others.
+    scenes: bool = False
 
     def reaches(self, box: tuple[float, float, float, float]) -> bool:
         """Whether its extent meets `box` (a point is a box of zero size); no extent: everywhere."""
@@ -126,14 +128,17 @@ def _collection(item: dict[str, Any]) -> Collection:
     box = None
     if isinstance(raw_box, list) and len(raw_box) == 4 and all(isinstance(v, (int, float)) for v in raw_box):
         box = (float(raw_box[0]), float(raw_box[1]), float(raw_box[2]), float(raw_box[3]))
+    variables = {name for name, terms in VARIABLES.items() if any(_term_pattern(t).search(words) for t in terms)}
+    names = {str(b).lower() for b in bands}
+    if "red" in names and names & {"nir", "nir08"}:
+        variables.add("ndvi")  # band math over red and near infrared (get_scene_statistics)
     return Collection(
         id=item["id"],
         title=str(item.get("title") or ""),
-        variables=frozenset(
-            name for name, terms in VARIABLES.items() if any(_term_pattern(t).search(words) for t in terms)
-        ),
+        variables=frozenset(variables),
         years=(min(years), max(years)) if years else None,
         bbox=box,
+        scenes=item.get("kind") in ("scenes", "data cube"),
     )
 
 
@@ -272,7 +277,8 @@ def call_gap(question: str, catalog: Catalog, collection_id: object) -> str | No
     if collection is None:
         return None
     asked = asked_variables(question)
-    holders = {c.id for variable, _ in asked for c in catalog.holders(variable)}
+    # Only collections the same tools read: a scene collection is no answer for a single-file tool.
+    holders = {c.id for variable, _ in asked for c in catalog.holders(variable) if c.scenes == collection.scenes}
     if not asked or not holders or any(collection.holds(variable) for variable, _ in asked):
         return None
     words = " or ".join(variable for variable, _ in asked)
@@ -282,16 +288,19 @@ def call_gap(question: str, catalog: Catalog, collection_id: object) -> str | No
     )
 
 
-def sole_holder(question: str, catalog: Catalog, box: tuple[float, float, float, float] | None) -> Collection | None:
+def sole_holder(
+    question: str, catalog: Catalog, box: tuple[float, float, float, float] | None, scenes: bool = False
+) -> Collection | None:
     """The one collection that holds a variable asked for, reaches `box` (the call's place; None:
-    unknown, then every holder counts) and covers the years asked for; None when there is not
-    exactly one. A call on a collection without the variable is then run on it instead."""
+    unknown, then every holder counts), covers the years asked for and is read by the same tools as
+    the collection called (`scenes`); None when there is not exactly one. A call on a collection
+    without the variable is then run on it instead."""
     years = asked_years(question)
     fitting = {
         c.id: c
         for variable, _ in asked_variables(question)
         for c in catalog.holders(variable)
-        if (box is None or c.reaches(box)) and (not years or any(c.covers(y) for y in years))
+        if c.scenes == scenes and (box is None or c.reaches(box)) and (not years or any(c.covers(y) for y in years))
     }
     return next(iter(fitting.values())) if len(fitting) == 1 else None
 

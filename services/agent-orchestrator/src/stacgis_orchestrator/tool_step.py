@@ -184,7 +184,10 @@ class ToolStep:
         lacking = call_gap(self.run.message, catalog, asked) is not None
         if not lacking and not misses_years(self.run.message, catalog, asked):
             return call
-        sole = sole_holder(self.run.message, catalog, self._call_area(call.arguments))
+        called = catalog.collections.get(asked)
+        sole = sole_holder(
+            self.run.message, catalog, self._call_area(call.arguments), scenes=called is not None and called.scenes
+        )
         if sole is None or sole.id == asked:
             return call
         self.context.note(f"{asked} does not hold the data asked for; running {call.name} on {sole.id}.\n")

@@ -63,6 +63,10 @@ class ItemRecord:
     # Scene items: one single-band asset per band (key -> href), and their cloud cover when stated.
     assets: dict[str, str] = field(default_factory=dict)
     cloud_cover: float | None = None
+    # Data cubes: the assets are variables of one multidimensional file, opened as
+    # "{driver}:{href}:{variable}", and this record is the time step in band `band` of each.
+    cube_driver: str | None = None
+    band: int = 1
 
     @property
     def when(self) -> dt.datetime | None:
@@ -97,6 +101,8 @@ class CollectionRecord:
     items: list[ItemRecord] = field(default_factory=list)
     # Scene collections (STAC `item_assets` with one band per asset): asset key -> its band.
     asset_bands: dict[str, BandInfo] = field(default_factory=dict)
+    # Data cubes: the STAC datacube extension's dimensions (x, y, time), for get_raster_info.
+    cube_dimensions: dict[str, Any] | None = None
 
     @property
     def categorical(self) -> bool:
@@ -127,8 +133,8 @@ class CollectionRecord:
         if self.item_count is not None:
             out["items"] = self.item_count
         if self.scenes:
-            out["kind"] = "scenes"
-            out["assets"] = list(self.asset_bands)
+            out["kind"] = "data cube" if self.cube_dimensions else "scenes"
+            out["variables" if self.cube_dimensions else "assets"] = list(self.asset_bands)
         return out
 
     def details(self) -> dict[str, Any]:
@@ -141,7 +147,15 @@ class CollectionRecord:
         out["crs"] = self.proj_code
         out["resolution_m"] = self.resolution_m
         out["bands"] = [b.describe() for b in self.bands]
-        if self.scenes:
+        if self.cube_dimensions:
+            out["kind"] = "data cube"
+            out["variables"] = {key: band.describe() for key, band in self.asset_bands.items()}
+            out["dimensions"] = {
+                name: {k: v for k, v in dim.items() if k in {"type", "extent", "step"}}
+                | ({"steps": len(dim["values"])} if "values" in dim else {})
+                for name, dim in self.cube_dimensions.items()
+            }
+        elif self.scenes:
             out["assets"] = {key: band.describe() for key, band in self.asset_bands.items()}
             out["scene_tools"] = (
                 "search_items, get_scene_statistics (band math, mosaics, composites), get_scene_timeseries"
@@ -222,6 +236,49 @@ def _href(asset: pystac.Asset) -> str:
     return asset.get_absolute_href() or asset.href
 
 
+# Media types of multidimensional files and the GDAL driver prefix that opens one variable of them.
+CUBE_DRIVERS = {"application/x-netcdf": "netcdf", "application/netcdf": "netcdf"}
+
+
+def _cube_steps(item: pystac.Item, collection_id: str) -> list[ItemRecord] | None:
+    """A data cube item (datacube extension, a NetCDF asset) as one record per time step."""
+    variables = item.properties.get("cube:variables") or {}
+    times = ((item.properties.get("cube:dimensions") or {}).get("time") or {}).get("values") or []
+    asset = _data_asset(item)
+    driver = CUBE_DRIVERS.get(asset.media_type or "") if asset is not None else None
+    if not variables or not times or asset is None or driver is None:
+        return None
+    href = _href(asset)
+    bbox = tuple(item.bbox) if item.bbox else None
+    steps = []
+    for band, value in enumerate(times, start=1):
+        when = dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+        steps.append(
+            ItemRecord(
+                f"{item.id}@{value}",
+                collection_id,
+                bbox,  # type: ignore[arg-type]
+                when,
+                when,
+                href,
+                dict.fromkeys(variables, href),
+                None,
+                driver,
+                band,
+            )
+        )
+    return steps
+
+
+def item_records(item: pystac.Item, collection_id: str) -> list[ItemRecord]:
+    """An item's records: one, or one per time step of a data cube."""
+    steps = _cube_steps(item, collection_id)
+    if steps is not None:
+        return steps
+    record = item_record(item, collection_id)
+    return [record] if record is not None else []
+
+
 def item_record(item: pystac.Item, collection_id: str) -> ItemRecord | None:
     asset = _data_asset(item)
     if asset is None:
@@ -258,7 +315,12 @@ def collection_record(
         raster_bands = asset.extra_fields.get("raster:bands") or []
     if not raster_bands and summary:
         raster_bands = summary
-    asset_bands = _asset_bands(collection.extra_fields.get("item_assets") or {})
+    cube_variables = collection.extra_fields.get("cube:variables") or {}
+    asset_bands = _asset_bands(collection.extra_fields.get("item_assets") or {}) or {
+        name: BandInfo(index, name, variable.get("description"), variable.get("unit"), None, None)
+        for index, (name, variable) in enumerate(cube_variables.items(), start=1)
+        if variable.get("type", "data") == "data"
+    }
     if asset_bands:
         raster_bands = []
     time_resolved = collection.extra_fields.get(TIME_RESOLVED_FIELD)
@@ -274,8 +336,8 @@ def collection_record(
             proj_code = f"EPSG:{sample_item.properties['proj:epsg']}"
     if raster_bands:
         resolution = raster_bands[0].get("spatial_resolution")
-    elif asset_bands:
-        first_asset = next(iter((collection.extra_fields.get("item_assets") or {}).values()))
+    elif item_assets := collection.extra_fields.get("item_assets"):
+        first_asset: dict[str, Any] = next(iter(item_assets.values()), {})
         resolution = (first_asset.get("raster:bands") or [{}])[0].get("spatial_resolution")
     return CollectionRecord(
         id=collection.id,
@@ -296,6 +358,7 @@ def collection_record(
         provenance=collection.extra_fields.get("stacgis:provenance"),
         items=sorted(items or [], key=lambda i: i.start or dt.datetime.min.replace(tzinfo=dt.UTC)),
         asset_bands=asset_bands,
+        cube_dimensions=collection.extra_fields.get("cube:dimensions") if cube_variables else None,
     )
 
 
@@ -396,7 +459,7 @@ class StaticCatalogSource(_CachedSource):
         records = {}
         for collection in collections:
             pystac_items = list(collection.get_items())
-            items = [r for r in (item_record(i, collection.id) for i in pystac_items) if r]
+            items = [r for i in pystac_items for r in item_records(i, collection.id)]
             records[collection.id] = collection_record(collection, items, pystac_items[0] if pystac_items else None)
         return records
 
@@ -440,7 +503,7 @@ class StacApiSource(_CachedSource):
                 wanted = max(1, self.listing_items) + 1
                 search = client.search(collections=[collection.id], max_items=wanted, limit=min(wanted, 100))
                 found = list(search.items())
-                items = [r for r in (item_record(i, collection.id) for i in found) if r]
+                items = [r for i in found for r in item_records(i, collection.id)]
                 complete = len(found) < wanted and self.listing_items > 0
                 record = collection_record(
                     collection, items[: self.listing_items] if complete else None, found[0] if found else None
@@ -470,10 +533,16 @@ class StacApiSource(_CachedSource):
                 max_items=limit,
                 limit=min(limit, 100),  # page size: fewer round trips than a server's default of 10
             )
-            items = [item_record(i, collection.id) for i in search.items()]
+            items = [
+                r
+                for i in search.items()
+                for r in item_records(i, collection.id)
+                # A cube's steps come from one item: keep those in the period.
+                if r.cube_driver is None or interval is None or interval.overlaps(r.start, r.end)
+            ]
         except Exception as exc:
             raise UpstreamError(f"STAC API search on {self.url} failed: {exc}") from exc
-        return sorted((i for i in items if i), key=lambda i: i.start or dt.datetime.min.replace(tzinfo=dt.UTC))
+        return sorted(items, key=lambda i: i.start or dt.datetime.min.replace(tzinfo=dt.UTC))
 
 
 def open_source(

@@ -35,6 +35,15 @@ class SceneItem:
     cloud_cover: float | None
     # asset key -> (scale, offset) from raster:bands, so band math sees physical values (reflectance)
     scaling: dict[str, tuple[float, float]] = field(default_factory=dict)
+    # Data cubes: the GDAL driver that opens variable `key` of the file, and the time step's band.
+    cube_driver: str | None = None
+    band: int = 1
+
+    def source(self, key: str) -> tuple[str, int]:
+        """What to open for asset `key`, and which band of it."""
+        if self.cube_driver:
+            return f"{self.cube_driver}:{self.hrefs[key]}:{key}", self.band
+        return self.hrefs[key], 1
 
 
 @dataclass
@@ -83,13 +92,17 @@ def plan_grid(limits: ReadLimits, href: str, area: Area) -> rasterops.ReadPlan:
         )
 
 
-def _read_asset(href: str, plan: rasterops.ReadPlan, scaling: tuple[float, float] | None) -> np.ma.MaskedArray:
-    """One single-band asset warped onto the plan's grid; pixels outside it or at nodata are masked."""
+def _read_asset(
+    href: str, plan: rasterops.ReadPlan, scaling: tuple[float, float] | None, band: int = 1
+) -> np.ma.MaskedArray:
+    """Band `band` of an asset warped onto the plan's grid; pixels outside it or at nodata are masked."""
     height, width = plan.out_shape
     resampling = Resampling.nearest if plan.factor == 1 else Resampling.average
     with rasterio.open(href) as ds:
         with WarpedVRT(
             ds,
+            # A CF grid in degrees without a CRS variable (NetCDF) is WGS 84.
+            src_crs=ds.crs or rasterops.WGS84,
             crs=plan.crs,
             transform=plan.transform,
             width=width,
@@ -97,7 +110,7 @@ def _read_asset(href: str, plan: rasterops.ReadPlan, scaling: tuple[float, float
             resampling=resampling,
             add_alpha=True,
         ) as vrt:
-            values = vrt.read(1)
+            values = vrt.read(band)
             alpha = vrt.read(vrt.count)
         mask = alpha == 0
         if ds.nodata is not None:
@@ -120,7 +133,10 @@ def mosaics(plan: rasterops.ReadPlan, items: Sequence[SceneItem], formula: str) 
         data = np.ma.MaskedArray(np.zeros(shape), mask=np.ones(shape, dtype=bool))
         mosaic = Mosaic(date, data)
         for item in group:
-            arrays = {key: _read_asset(href, plan, item.scaling.get(key)) for key, href in item.hrefs.items()}
+            arrays = {}
+            for key in item.hrefs:
+                href, band = item.source(key)
+                arrays[key] = _read_asset(href, plan, item.scaling.get(key), band)
             pixels_read += sum(int((~np.ma.getmaskarray(a)).sum()) for a in arrays.values())
             value = expressions.evaluate(formula, arrays)
             fill = np.ma.getmaskarray(data) & ~np.ma.getmaskarray(value)
@@ -157,7 +173,7 @@ def composite(layers: Sequence[np.ma.MaskedArray], method: str) -> np.ma.MaskedA
 def scene_statistics(
     limits: ReadLimits, items: Sequence[SceneItem], area: Area, formula: str, method: str
 ) -> dict[str, Any]:
-    plan = plan_grid(limits, next(iter(items[0].hrefs.values())), area)
+    plan = plan_grid(limits, items[0].source(next(iter(items[0].hrefs)))[0], area)
     layers, pixels_read = mosaics(plan, items, formula)
     data = composite([m.data for m in layers], method)
     inside, weights = rasterops.area_mask_and_weights(plan)
@@ -174,7 +190,7 @@ def scene_statistics(
 
 
 def scene_series(limits: ReadLimits, items: Sequence[SceneItem], area: Area, formula: str) -> dict[str, Any]:
-    plan = plan_grid(limits, next(iter(items[0].hrefs.values())), area)
+    plan = plan_grid(limits, items[0].source(next(iter(items[0].hrefs)))[0], area)
     layers, pixels_read = mosaics(plan, items, formula)
     inside, weights = rasterops.area_mask_and_weights(plan)
     series = []

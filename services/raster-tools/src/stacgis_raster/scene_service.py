@@ -79,7 +79,11 @@ def scene_items(
         if missing:
             raise ArgumentError("expression", f"item '{item.id}' has no asset {', '.join(missing)}")
         hrefs = {key: guard.check(item.assets[key]) for key in expression.assets}
-        out.append(scene_reads.SceneItem(item.id, item.time_label() or "", hrefs, item.cloud_cover, scaling))
+        out.append(
+            scene_reads.SceneItem(
+                item.id, item.time_label() or "", hrefs, item.cloud_cover, scaling, item.cube_driver, item.band
+            )
+        )
     return out
 
 

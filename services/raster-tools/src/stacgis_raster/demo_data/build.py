@@ -9,12 +9,12 @@ from typing import Any
 
 from stacgis_raster.demo_data.cog import is_complete_cog, write_cog
 from stacgis_raster.demo_data.datasets import DatasetBuilder
-from stacgis_raster.demo_data.scenes import climate_tiles, landsat_tiles
+from stacgis_raster.demo_data.scenes import climate_cube, climate_tiles, landsat_tiles
 from stacgis_raster.demo_data.sources import ALL_PACKAGES, PackageCache
 from stacgis_raster.demo_data.stac_build import write_catalog
 
 # Bump when the output of the builder changes, so existing builds are redone.
-BUILDER_VERSION = 5
+BUILDER_VERSION = 6
 STAMP_NAME = "build-info.json"
 
 
@@ -62,10 +62,11 @@ def build(cache_dir: Path, stac_dir: Path, *, offline: bool = False) -> dict[str
     scenes = [
         landsat_tiles(stac_dir, by_id["landsat7-olinda"]),
         climate_tiles(stac_dir, by_id["bcsd-precipitation-1999"], by_id["bcsd-temperature-1999"]),
+        climate_cube(stac_dir, by_id["bcsd-precipitation-1999"], by_id["bcsd-temperature-1999"]),
     ]
     for collection, cogs in scenes:
         assets.extend(str(cog.relative_to(stac_dir)) for cog in cogs)
-        print(f"  scenes {collection.id}: {len(cogs)} COGs", flush=True)
+        print(f"  {collection.id}: {len(cogs)} files", flush=True)
     print(f"  scene collections in {time.monotonic() - started:.1f} s", flush=True)
     print(f"writing STAC catalog for {len(specs) + len(scenes)} collections", flush=True)
     catalog = write_catalog(specs, stac_dir, extra=[collection for collection, _ in scenes])

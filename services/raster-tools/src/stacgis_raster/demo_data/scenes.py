@@ -1,4 +1,4 @@
-"""Multi-scene demo collections: real rasters cut into a grid of items with one asset per band.
+"""Multi-scene and data-cube demo collections: real rasters cut into a grid of items with one asset per band.
 
 Real STAC APIs (Earth Search, Planetary Computer) hold many overlapping scenes per area and date,
 each with one Cloud-Optimized GeoTIFF per band. These collections have the same shape, so item
@@ -10,6 +10,7 @@ and `eo:cloud_cover` of the Landsat tiles) is said in each collection's descript
 from __future__ import annotations
 
 import datetime as dt
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from stacgis_raster.stac_fields import EO_EXT, PROVENANCE_FIELD, TIME_RESOLVED_F
 
 PROJ_EXT = "https://stac-extensions.github.io/projection/v2.0.0/schema.json"
 RASTER_EXT = "https://stac-extensions.github.io/raster/v1.1.0/schema.json"
+DATACUBE_EXT = "https://stac-extensions.github.io/datacube/v2.2.0/schema.json"
 # Band 1 digital numbers at or above this are bright, cloud-like pixels (about 1 % of the scene).
 BRIGHT_BLUE_DN = 120
 
@@ -285,3 +287,87 @@ def climate_tiles(
                 end=pr_month.end,
             )
     return writer.collection(), writer.cogs
+
+
+def _cube_dimensions(transform: Affine, width: int, height: int, times: list[dt.datetime]) -> dict[str, Any]:
+    west, north = transform.c, transform.f
+    east, south = west + width * transform.a, north + height * transform.e
+    return {
+        "x": {"type": "spatial", "axis": "x", "extent": [west, east], "step": transform.a, "reference_system": 4326},
+        "y": {"type": "spatial", "axis": "y", "extent": [south, north], "step": transform.e, "reference_system": 4326},
+        "time": {"type": "temporal", "extent": [_iso(times[0]), _iso(times[-1])], "values": [_iso(t) for t in times]},
+    }
+
+
+def climate_cube(
+    stac_dir: Path, precipitation: CollectionSpec, temperature: CollectionSpec
+) -> tuple[pystac.Collection, list[Path]]:
+    """The 1999 monthly grids as one data cube: the packaged NetCDF file itself, variables pr and tas
+    over time x latitude x longitude, described with the STAC datacube extension."""
+    import rasterio
+
+    source = precipitation.sources[0].path
+    target = stac_dir / "bcsd-1999-cube" / "bcsd-1999-cube" / source.name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not target.exists() or target.stat().st_size != source.stat().st_size:
+        shutil.copyfile(source, target)
+    with rasterio.open(f"netcdf:{target}:pr") as ds:
+        transform, width, height = ds.transform, ds.width, ds.height
+    months = [item for item in precipitation.items if item.datetime is not None]
+    times = [m.datetime for m in months if m.datetime is not None]
+    dimensions = _cube_dimensions(transform, width, height, times)
+    variables = {
+        spec.bands[0].name: {
+            "dimensions": ["time", "y", "x"],
+            "type": "data",
+            "description": spec.bands[0].description,
+            "unit": spec.bands[0].unit,
+        }
+        for spec in (precipitation, temperature)
+    }
+    outline = box(transform.c, transform.f + height * transform.e, transform.c + width * transform.a, transform.f)
+    start, end = months[0].start or times[0], months[-1].end or times[-1]
+    item = pystac.Item(
+        id="bcsd-1999-cube",
+        geometry=mapping(outline),
+        bbox=list(outline.bounds),
+        datetime=None,
+        start_datetime=start,
+        end_datetime=end,
+        properties={"cube:dimensions": dimensions, "cube:variables": variables},
+        collection="bcsd-1999-cube",
+        stac_extensions=[DATACUBE_EXT],
+    )
+    item.add_asset(
+        "data",
+        pystac.Asset(href=str(target), media_type="application/x-netcdf", roles=["data"], title="NetCDF: pr, tas"),
+    )
+    collection = pystac.Collection(
+        id="bcsd-1999-cube",
+        title="Monthly precipitation and temperature 1999 as one data cube (NetCDF)",
+        description=(
+            "The packaged NetCDF file behind collections bcsd-precipitation-1999 and bcsd-temperature-1999, "
+            "served as it is: variables pr (mm/month) and tas (degC) over 12 months x 33 latitudes x 81 "
+            "longitudes (1/8 degree over Tennessee, Kentucky, North Carolina, Virginia and neighbours). "
+            "Described with the STAC datacube extension (cube:dimensions, cube:variables); each month is one "
+            "step of the time dimension."
+        ),
+        extent=pystac.Extent(pystac.SpatialExtent([list(outline.bounds)]), pystac.TemporalExtent([[start, end]])),
+        license=precipitation.license,
+        keywords=["precipitation", "temperature", "climate", "monthly", "data cube", "netcdf", "1999", "bcsd"],
+        providers=[pystac.Provider.from_dict(p) for p in precipitation.providers],
+        extra_fields={
+            TIME_RESOLVED_FIELD: True,
+            "cube:dimensions": dimensions,
+            "cube:variables": variables,
+            PROVENANCE_FIELD: {
+                "sources": [s.provenance() for s in precipitation.sources],
+                "derived_from": None,
+                "notes": precipitation.notes,
+                "built_by": "python -m stacgis_raster.demo_data",
+            },
+        },
+        stac_extensions=[DATACUBE_EXT],
+    )
+    collection.add_item(item)
+    return collection, [target]
