@@ -65,7 +65,7 @@ async def search(
         raise _invalid("q must not contain NUL characters")
     base = settings.places_url
     if base is None:
-        raise ApiProblem(503, {"detail": "no place search is configured (GATEWAY_VECTOR_TOOLS_URL)"})
+        raise _unavailable("no place search is configured (GATEWAY_VECTOR_TOOLS_URL); retry later")
     limiter = RateLimiter(gateway.redis, gateway.keys, settings.place_search_per_minute)
     # "places <user>": a space never occurs in a user id, so this bucket is apart from the chat limits.
     decision = await limiter.hit(f"places {user_id}")
@@ -102,5 +102,5 @@ async def search(
         results = [PlaceCandidate.model_validate(item) for item in body["results"][:limit]]
     except ValidationError:
         log.warning("place search answered candidates without name, kind or ref")
-        raise _unavailable("the place search gave an answer the gateway cannot read") from None
+        raise _unavailable("the place search gave an answer the gateway cannot read; retry shortly") from None
     return PlaceResults(query=text, results=results)
