@@ -115,7 +115,13 @@ async function saveMapNow(): Promise<void> {
   const text = JSON.stringify(state);
   if (savedMaps.get(sessionId) === text) return;
   try {
-    await api.saveMapState(sessionId, state);
+    try {
+      await api.saveMapState(sessionId, state);
+    } catch (err) {
+      // A selection the gateway refuses (too large, say) must not cost the view and the layers.
+      if (!(err instanceof HttpError && err.status === 422)) throw err;
+      await api.saveMapState(sessionId, { ...state, selected_feature: null, drawn_geometry: null });
+    }
     savedMaps.set(sessionId, text);
   } catch {
     // Not saved (offline, conversation deleted): the next change tries again.
