@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -20,8 +20,8 @@ from .answers import Tolerance
 
 TASKS_FILE = Path(__file__).with_name("tasks.yaml")
 
-Kind = Literal["single", "multi", "comparison", "place", "map", "knowledge", "memory", "refusal"]
-KINDS: tuple[str, ...] = ("single", "multi", "comparison", "place", "map", "knowledge", "memory", "refusal")
+Kind = Literal["single", "multi", "comparison", "place", "scenes", "map", "knowledge", "memory", "refusal"]
+KINDS: tuple[str, ...] = get_args(Kind)
 
 
 class Call(BaseModel):
