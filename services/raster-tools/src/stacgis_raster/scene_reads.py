@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -18,7 +18,8 @@ import rasterio
 from affine import Affine
 from rasterio.enums import Resampling
 from rasterio.vrt import WarpedVRT
-from rasterio.windows import Window
+from rasterio.warp import transform_bounds
+from rasterio.windows import Window, from_bounds
 
 from stacgis_raster import expressions, rasterops
 from stacgis_raster.errors import ArgumentError
@@ -120,6 +121,25 @@ def _read_asset(
     return np.ma.MaskedArray(values, mask=mask)
 
 
+def _item_part(item: SceneItem, plan: rasterops.ReadPlan) -> tuple[slice, slice, rasterops.ReadPlan] | None:
+    """The rows and columns of the output grid an item covers, and the plan reading just those: an
+    item is read over its own footprint, not the whole area, so a mosaic costs what its items hold."""
+    href, _ = item.source(next(iter(item.hrefs)))
+    with rasterio.open(href) as ds:
+        bounds = transform_bounds(ds.crs or rasterops.WGS84, plan.crs, *ds.bounds, densify_pts=21)
+    height, width = plan.out_shape
+    window = from_bounds(*bounds, transform=plan.transform)
+    row0, col0 = max(0, math.floor(window.row_off)), max(0, math.floor(window.col_off))
+    row1 = min(height, math.ceil(window.row_off + window.height))
+    col1 = min(width, math.ceil(window.col_off + window.width))
+    if row1 <= row0 or col1 <= col0:
+        return None
+    part = replace(
+        plan, out_shape=(row1 - row0, col1 - col0), transform=plan.transform @ Affine.translation(col0, row0)
+    )
+    return slice(row0, row1), slice(col0, col1), part
+
+
 def mosaics(plan: rasterops.ReadPlan, items: Sequence[SceneItem], formula: str) -> tuple[list[Mosaic], int]:
     """One mosaic per date (least cloudy item first where items overlap) and the pixels read."""
     by_date: dict[str, list[SceneItem]] = {}
@@ -133,15 +153,21 @@ def mosaics(plan: rasterops.ReadPlan, items: Sequence[SceneItem], formula: str) 
         data = np.ma.MaskedArray(np.zeros(shape), mask=np.ones(shape, dtype=bool))
         mosaic = Mosaic(date, data)
         for item in group:
+            part = _item_part(item, plan)
+            if part is None:
+                continue
+            rows, cols, item_plan = part
             arrays = {}
             for key in item.hrefs:
                 href, band = item.source(key)
-                arrays[key] = _read_asset(href, plan, item.scaling.get(key), band)
+                arrays[key] = _read_asset(href, item_plan, item.scaling.get(key), band)
             pixels_read += sum(int((~np.ma.getmaskarray(a)).sum()) for a in arrays.values())
             value = expressions.evaluate(formula, arrays)
-            fill = np.ma.getmaskarray(data) & ~np.ma.getmaskarray(value)
+            target = data[rows, cols]
+            fill = np.ma.getmaskarray(target) & ~np.ma.getmaskarray(value)
             if fill.any():
-                data[fill] = value[fill]
+                target[fill] = value[fill]
+                data[rows, cols] = target
                 mosaic.items.append(item.id)
             if not np.ma.getmaskarray(data).any():
                 break  # the area is full: later (cloudier) items would add nothing
