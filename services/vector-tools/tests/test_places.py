@@ -262,6 +262,9 @@ async def test_internal_place_search_gives_a_search_box_its_candidates(vector_se
             ("Berlin", "city", "Germany", "name")
         ]
         assert len(berlin[0]["point"]) == 2
+        # Names only: a city whose description mentions Paris is not offered for "Paris".
+        paris = (await client.get(url, params={"q": "Paris"}, headers=headers)).json()["results"]
+        assert paris and all(p["name"].lower().startswith("paris") for p in paris), paris
         nothing = await client.get(url, params={"q": "Qwertyzxcv"}, headers=headers)
         assert nothing.status_code == 200 and nothing.json()["results"] == []
         for params, name in (

@@ -232,17 +232,15 @@ class VectorService:
 
     async def search_places(self, query: Any, limit: Any) -> dict[str, Any]:
         """A search box's candidates: places whose name or alternate name is the words typed, then those
-        whose name starts with them, then full-text matches; each described as resolve_place describes a
-        place (name, kind, country, point or box, ref). Names only, no embeddings: cheap per keystroke."""
+        whose name starts with them (larger places first); each described as resolve_place describes a
+        place (name, kind, country, point or box, ref). Names only (descriptions would match "Paris" to
+        other cities), no embeddings: cheap per keystroke."""
         text = text_argument(query, "q", self.settings.max_query_chars)
         count = limit_argument(limit, self.settings.max_limit)
         everywhere = store.Filters(dataset=None, box=None)
         by_name = await store.rank_by_name(self.pool, normalize_name(text), everywhere, count)
         matched_by = {key: PLACE_MATCHES[tier] for key, tier in by_name}
-        if len(matched_by) < count:
-            for key in await store.rank_by_text(self.pool, text, everywhere, count):
-                matched_by.setdefault(key, "words")
-        keys = list(matched_by)[:count]
+        keys = list(matched_by)
         rows = await store.summaries(self.pool, keys)
         results = [places.describe(rows[key], matched_by[key]) for key in keys if key in rows]
         return {"query": text, "results": results, "count": len(results)}
