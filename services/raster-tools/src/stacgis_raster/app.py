@@ -17,6 +17,7 @@ from stacgis_raster.catalog import open_source
 from stacgis_raster.features import FeatureResolver
 from stacgis_raster.service import RasterService
 from stacgis_raster.settings import RasterSettings
+from stacgis_raster.signing import Signer
 from stacgis_raster.tiles import tile_routes
 from stacgis_raster.tools import register_tools
 
@@ -40,7 +41,8 @@ def build_service(settings: RasterSettings) -> RasterService:
         listing_items=settings.stac_listing_items,
     )
     resolver = FeatureResolver(settings.vector_tools_url, settings.vector_tools_timeout_seconds)
-    return RasterService(settings, source, guard, resolver)
+    signer = Signer(settings.sas_token_url, settings.sas_hosts, settings.stac_timeout_seconds)
+    return RasterService(settings, source, guard, resolver, signer)
 
 
 def create_app(settings: RasterSettings) -> Starlette:

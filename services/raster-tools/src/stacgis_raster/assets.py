@@ -15,6 +15,12 @@ from urllib.parse import unquote, urlsplit
 from stacgis_raster.errors import UpstreamError
 
 
+def host_matches(host: str, patterns: Iterable[str]) -> bool:
+    """`host` is one of `patterns`: exact names or `*.example.org` for its subdomains."""
+    host = host.lower()
+    return any(host == p or (p.startswith("*.") and host.endswith(p[1:])) for p in patterns)
+
+
 class AssetNotAllowed(UpstreamError):
     """A catalog pointed at a location outside the configured allow-lists."""
 
@@ -34,13 +40,7 @@ class AssetGuard:
             self.remote_hosts.append(host.lower())
 
     def host_allowed(self, host: str) -> bool:
-        host = host.lower()
-        for allowed in self.remote_hosts:
-            if allowed == "*" or host == allowed:
-                return True
-            if allowed.startswith("*.") and host.endswith(allowed[1:]):
-                return True
-        return False
+        return "*" in self.remote_hosts or host_matches(host, self.remote_hosts)
 
     def check(self, href: str) -> str:
         """Return a path or URL rasterio may open, or raise AssetNotAllowed."""

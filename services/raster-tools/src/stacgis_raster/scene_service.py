@@ -15,7 +15,6 @@ from typing import Any
 from shapely.geometry import box
 
 from stacgis_raster import expressions, scene_reads
-from stacgis_raster.assets import AssetGuard
 from stacgis_raster.catalog import CollectionRecord, ItemRecord
 from stacgis_raster.errors import ArgumentError
 from stacgis_raster.reads import Area
@@ -65,9 +64,13 @@ def _read_figures(done: dict[str, Any]) -> dict[str, Any]:
 
 
 def scene_items(
-    guard: AssetGuard, record: CollectionRecord, items: Sequence[ItemRecord], expression: expressions.Expression
+    asset_href: Callable[[str, str], str],
+    record: CollectionRecord,
+    items: Sequence[ItemRecord],
+    expression: expressions.Expression,
 ) -> list[scene_reads.SceneItem]:
-    """What a read worker needs of each item: the checked hrefs of the assets the expression reads."""
+    """What a read worker needs of each item: the checked (and signed) hrefs of the assets the
+    expression reads. Blocking (`asset_href` may fetch a token): run it through `RasterService.run`."""
     scaling = {
         key: (band.scale if band.scale is not None else 1.0, band.offset or 0.0)
         for key in expression.assets
@@ -78,7 +81,7 @@ def scene_items(
         missing = [key for key in expression.assets if key not in item.assets]
         if missing:
             raise ArgumentError("expression", f"item '{item.id}' has no asset {', '.join(missing)}")
-        hrefs = {key: guard.check(item.assets[key]) for key in expression.assets}
+        hrefs = {key: asset_href(item.assets[key], item.collection_id) for key in expression.assets}
         out.append(
             scene_reads.SceneItem(
                 item.id, item.time_label() or "", hrefs, item.cloud_cover, scaling, item.cube_driver, item.band
@@ -226,7 +229,7 @@ class SceneService:
             "expression": parsed.text,
             "formula": parsed.formula,
             "unit": units.pop() if len(units) == 1 and len(parsed.assets) == 1 else None,
-            "area": self.raster._area_json(area),
+            "area": self.raster.area_json(area),
         }
         scaled = [k for k in parsed.assets if record.asset_bands[k].scale is not None or record.asset_bands[k].offset]
         if scaled:
@@ -259,7 +262,7 @@ class SceneService:
         done = await self.raster.read(
             scene_reads.scene_statistics,
             self.raster.limits,
-            scene_items(self.raster.guard, record, items, parsed),
+            await self.raster.run(scene_items, self.raster.asset_href, record, items, parsed),
             area,
             parsed.formula,
             method,
@@ -302,7 +305,7 @@ class SceneService:
         record, parsed, area, place_info, items, capped = await self._prepared(
             collection_id, expression, place, bbox, geometry, datetime, max_cloud_cover, token
         )
-        read_items = scene_items(self.raster.guard, record, items, parsed)
+        read_items = await self.raster.run(scene_items, self.raster.asset_href, record, items, parsed)
         done = await self.raster.read(scene_reads.scene_series, self.raster.limits, read_items, area, parsed.formula)
         result = self._common(record, parsed, area, place_info, capped)
         series = done["series"]

@@ -29,6 +29,7 @@ from stacgis_raster.features import FeatureResolver, ResolvedPlace
 from stacgis_raster.metrics import OVERVIEW_READS
 from stacgis_raster.reads import Area, ReadLimits
 from stacgis_raster.settings import RasterSettings
+from stacgis_raster.signing import Signer
 from stacgis_raster.validation import (
     BBox,
     TimeInterval,
@@ -79,12 +80,18 @@ def interval_for(record: CollectionRecord, value: Any) -> TimeInterval | None:
 
 class RasterService:
     def __init__(
-        self, settings: RasterSettings, source: CatalogSource, guard: AssetGuard, resolver: FeatureResolver
+        self,
+        settings: RasterSettings,
+        source: CatalogSource,
+        guard: AssetGuard,
+        resolver: FeatureResolver,
+        signer: Signer | None = None,
     ) -> None:
         self.settings = settings
         self.source = source
         self.guard = guard
         self.resolver = resolver
+        self.signer = signer or Signer(None, [], settings.stac_timeout_seconds)
         self.limiter = anyio.CapacityLimiter(settings.io_workers)
         self._gdal_env = settings.gdal_env()
         self.limits = ReadLimits(settings.stats_target_pixels, settings.zonal_max_cells, settings.max_pixels_per_read)
@@ -314,8 +321,13 @@ class RasterService:
             f"{wanted} is required: best a place name, e.g. place 'Luxembourg' (or a GeoJSON polygon)",
         )
 
-    def href(self, item: ItemRecord) -> str:
-        return self.guard.check(item.href)
+    def asset_href(self, href: str, collection_id: str) -> str:
+        """A location a read worker may open: allowed by the guard, signed where its host needs it
+        (blocking: a token may be fetched; call it through `run`)."""
+        return self.signer.sign(self.guard.check(href), collection_id)
+
+    async def hrefs(self, items: Sequence[ItemRecord]) -> list[str]:
+        return await self.run(lambda: [self.asset_href(i.href, i.collection_id) for i in items])
 
     # -- discovery ---------------------------------------------------------------------
 
@@ -399,7 +411,7 @@ class RasterService:
         items, note = await self.latest_or_matching(
             record, interval, area.geometry.bounds, self.settings.max_change_items_per_period, area.argument
         )
-        hrefs = [self.href(i) for i in items]
+        hrefs = await self.hrefs(items)
         stats, plan = await self.read(reads.composite_stats, self.limits, hrefs, area, info)
         if plan.factor > 1:
             OVERVIEW_READS.inc()
@@ -407,7 +419,7 @@ class RasterService:
             "collection_id": record.id,
             "band": _band_json(info),
             "unit": info.unit,
-            "area": self._area_json(area, plan),
+            "area": self.area_json(area, plan),
             "time": _time_json(record, items, note),
             "resolution": plan.resolution,
             "weighting": _weighting(plan),
@@ -417,7 +429,7 @@ class RasterService:
             result["composite"] = f"per-pixel mean of {len(items)} time steps"
         return result
 
-    def _area_json(
+    def area_json(
         self, area: Area, plan: rasterops.ReadPlan | None = None, inside_fraction: float | None = None
     ) -> dict[str, Any]:
         fraction = plan.inside_fraction if plan is not None else inside_fraction
@@ -448,7 +460,7 @@ class RasterService:
             # No date asked for: the latest step is the value, and every step is summarised, so
             # "the warmest month of 1999 here" is answered whichever point tool was chosen.
             items = await self.items(record, None, None, self.settings.max_timeseries_items)
-            values = await self.read(reads.point_values, [self.href(i) for i in items], x, y)
+            values = await self.read(reads.point_values, await self.hrefs(items), x, y)
             series = _series_summary(items, values, record.bands[0]) if record.bands else None
             items, values = items[-1:], values[-1:]
             note = f"latest time step used ({items[0].time_label()}); pass datetime to choose"
@@ -456,7 +468,7 @@ class RasterService:
                 note += f"; all {series['count']} time steps are summarised in all_time_steps"
         else:
             items, note = await self.latest_or_matching(record, interval, None, 48)
-            values = await self.read(reads.point_values, [self.href(i) for i in items], x, y)
+            values = await self.read(reads.point_values, await self.hrefs(items), x, y)
         if outside_is_error and not any(v.inside for v in values):
             # An error, not a result with "inside": false: a small model reads a result as an answer.
             raise ArgumentError("place" if place_info else "lon", await self._outside_message(record, x, y, place_info))
@@ -607,7 +619,7 @@ class RasterService:
         items = await self.items(record, interval, None, limit + 1, "start" if start else "end")
         if len(items) > limit:
             raise ArgumentError("start", f"more than {limit} time steps; narrow start/end")
-        values = await self.read(reads.point_values, [self.href(i) for i in items], x, y)
+        values = await self.read(reads.point_values, await self.hrefs(items), x, y)
         if not any(v.inside for v in values):
             raise ArgumentError("place" if place_info else "lon", await self._outside_message(record, x, y, place_info))
         points: list[dict[str, Any]] = [
@@ -653,7 +665,7 @@ class RasterService:
         interval = interval_for(record, datetime)
         area, place_info = await self.located_area(place, bbox, geometry, token, bbox_allowed=False)
         items, note = await self.latest_or_matching(record, interval, area.geometry.bounds, 24, area.argument)
-        per_item = await self.read(reads.zonal_items, self.limits, [self.href(i) for i in items], area, info)
+        per_item = await self.read(reads.zonal_items, self.limits, await self.hrefs(items), area, info)
         OVERVIEW_READS.inc(sum(1 for _s, r, _f in per_item if not r["native"]))
         first_stats, resolution, inside_fraction = per_item[0]
         result: dict[str, Any] = {
@@ -661,7 +673,7 @@ class RasterService:
             "band": _band_json(info),
             "unit": info.unit,
             **({"place": place_info} if place_info else {}),
-            "area": self._area_json(area, inside_fraction=inside_fraction),
+            "area": self.area_json(area, inside_fraction=inside_fraction),
             "time": _time_json(record, items, note),
             "resolution": resolution,
             "method": "exact cell coverage fractions (exactextract) weighted by cell area",
@@ -728,8 +740,8 @@ class RasterService:
         stats = await self.read(
             reads.change_stats,
             self.limits,
-            [self.href(i) for i in items_a],
-            [self.href(i) for i in items_b],
+            await self.hrefs(items_a),
+            await self.hrefs(items_b),
             area,
             info,
             float(threshold),
@@ -746,7 +758,7 @@ class RasterService:
             "band": _band_json(info),
             "unit": info.unit,
             **({"place": place_info} if place_info else {}),
-            "area": self._area_json(area, plan),
+            "area": self.area_json(area, plan),
             "period_a": {"query": a.text, "time_steps": [i.time_label() for i in items_a]},
             "period_b": {"query": b.text, "time_steps": [i.time_label() for i in items_b]},
             "resolution": plan.resolution,

@@ -58,6 +58,10 @@ class RasterSettings(ServiceSettings):
     max_timeseries_items: int = Field(default=1000, ge=1)
     max_change_items_per_period: int = Field(default=120, ge=1)
     # Scene tools: items searched per request (filters and sorting run over these), and so at most read.
+    # Private blob storage (Planetary Computer): hrefs on `sas_hosts` get a token from this endpoint
+    # (GET {url}/{collection}), e.g. https://planetarycomputer.microsoft.com/api/sas/v1/token.
+    sas_token_url: str | None = None
+    sas_hosts: list[str] = Field(default_factory=lambda: ["*.blob.core.windows.net"])
     scene_max_items: int = Field(default=300, ge=1, le=10_000)
     # Scene tiles: items mosaicked per tile at most; a tile over more answers transparent, asking to zoom in.
     scene_tile_max_items: int = Field(default=24, ge=1, le=500)

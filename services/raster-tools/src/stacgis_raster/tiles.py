@@ -455,7 +455,7 @@ def tile_routes(service: RasterService) -> list[Route]:
     async def pick_item(record: CollectionRecord, params: Any) -> str:
         interval = parse_interval(params.get("datetime"))
         items, _note = await service.latest_or_matching(record, interval, None, 1)
-        return service.href(items[0])
+        return (await service.hrefs(items[:1]))[0]
 
     def tile_response(result: TileResult) -> Response:
         headers = {"Cache-Control": cache_header}
@@ -478,7 +478,7 @@ def tile_routes(service: RasterService) -> list[Route]:
             return TileResult(None, f"more than {cap} scenes under this tile (RASTER_SCENE_TILE_MAX_ITEMS); zoom in")
         png, pixels = await service.read(
             render_scene_tile,
-            scene_items(service.guard, record, found, options.expression),
+            await service.run(scene_items, service.asset_href, record, found, options.expression),
             options,
             z,
             x,
@@ -539,7 +539,8 @@ def tile_routes(service: RasterService) -> list[Route]:
                 # Bad parameters are rejected here already; zooms from one item's asset and the whole extent.
                 options = scene_render(record, request.query_params)
                 items = await service.items(record, None, None, 1)
-                href = service.guard.check(items[0].assets[options.expression.assets[0]])
+                first = items[0]
+                href = await service.run(service.asset_href, first.assets[options.expression.assets[0]], record.id)
             else:
                 render_options(record, request.query_params)  # reject bad parameters here already
                 href = await pick_item(record, request.query_params)
