@@ -24,6 +24,19 @@ GOOD_CALLS: dict[str, dict[str, Any]] = {
     "get_timeseries": {"collection_id": "global-precipitation-2016", "lon": 6.1, "lat": 49.7},
     "compute_zonal_stats": {"collection_id": "luxembourg-dem", "geometry": LUX_SQUARE},
     "detect_change": {"collection_id": "bcsd-temperature-1999", "period_a": "1999-01", "period_b": "1999-07"},
+    "search_items": {"collection_id": "landsat7-olinda-scenes", "bbox": [-34.9, -8.02, -34.86, -7.98], "limit": 5},
+    "get_scene_statistics": {
+        "collection_id": "landsat7-olinda-scenes",
+        "expression": "ndvi",
+        "bbox": [-34.9, -8.0, -34.88, -7.98],
+    },
+    "get_scene_timeseries": {
+        "collection_id": "bcsd-1999-cube",
+        "expression": "tas",
+        "bbox": [-80.0, 35.0, -79.0, 36.0],
+        "start": "1999-03",
+        "end": "1999-05",
+    },
     # vector-tools
     "list_vector_datasets": {},
     "search_vector_features": {"query": "Berlin", "limit": 3},

@@ -69,6 +69,8 @@ def parse(
         tree = ast.parse(source, mode="eval")
     except SyntaxError as exc:
         raise ArgumentError(argument, f"'{text}' does not parse: {exc.msg}") from None
+    except ValueError as exc:  # e.g. a NUL character
+        raise ArgumentError(argument, f"does not parse: {exc}") from None
     names = _resolver(asset_bands)
     used: list[str] = []
     count = 0

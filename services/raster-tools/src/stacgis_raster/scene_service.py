@@ -18,7 +18,7 @@ from stacgis_raster import expressions, scene_reads
 from stacgis_raster.catalog import CollectionRecord, ItemRecord
 from stacgis_raster.errors import ArgumentError
 from stacgis_raster.reads import Area
-from stacgis_raster.service import RasterService, interval_for
+from stacgis_raster.service import RasterService, interval_for, series_interval
 from stacgis_raster.validation import TimeInterval
 
 SORTS = ("datetime", "-datetime", "cloud_cover", "-cloud_cover")
@@ -299,9 +299,8 @@ class SceneService:
         end: Any = None,
         max_cloud_cover: Any = None,
     ) -> dict[str, Any]:
-        datetime = None
-        if start is not None or end is not None:
-            datetime = f"{start or '..'}/{end or '..'}"
+        period = series_interval(start, end)
+        datetime = period.text if period is not None else None
         record, parsed, area, place_info, items, capped = await self._prepared(
             collection_id, expression, place, bbox, geometry, datetime, max_cloud_cover, token
         )

@@ -606,15 +606,7 @@ class RasterService:
                 "collection_id",
                 f"'{record.id}' is not a time series; time-resolved collections: {', '.join(series)}",
             )
-        first = parse_interval(start, "start")
-        last = parse_interval(end, "end")
-        interval = None
-        if first or last:
-            interval = TimeInterval(
-                first.start if first else None, last.end if last else None, f"{start or '..'}/{end or '..'}"
-            )
-            if interval.start and interval.end and interval.start > interval.end:
-                raise ArgumentError("end", f"end ({end}) is before start ({start})")
+        interval = series_interval(start, end)
         limit = self.settings.max_timeseries_items
         items = await self.items(record, interval, None, limit + 1, "start" if start else "end")
         if len(items) > limit:
@@ -766,6 +758,20 @@ class RasterService:
             "threshold": threshold,
             **stats,
         }
+
+
+def series_interval(start: Any, end: Any) -> TimeInterval | None:
+    """The period from `start` to `end` of a time series (either may be open), errors naming them."""
+    first = parse_interval(start, "start")
+    last = parse_interval(end, "end")
+    if not first and not last:
+        return None
+    interval = TimeInterval(
+        first.start if first else None, last.end if last else None, f"{start or '..'}/{end or '..'}"
+    )
+    if interval.start and interval.end and interval.start > interval.end:
+        raise ArgumentError("end", f"end ({end}) is before start ({start})")
+    return interval
 
 
 def _zero_size_box(bbox: Any) -> tuple[float, float] | None:
