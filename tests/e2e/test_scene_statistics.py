@@ -48,9 +48,10 @@ def ndvi_rules(tag: str) -> list[dict[str, object]]:
 
 
 def ndvi_of_the_whole_scene(bbox: list[float]) -> np.ndarray:
-    """NDVI of the untiled scene's pixels whose centres lie in the box (B4 = nir, B3 = red)."""
+    """NDVI of the untiled scene's pixels whose centres lie in the box (B4 = nir, B3 = red), without
+    the bright pixels the tiles' cloud masks flag (band 1 DN >= 120, as the collection describes)."""
     with rasterio.open(cog_path("landsat7-olinda")) as scene:
-        red, nir = scene.read(3).astype("float64"), scene.read(4).astype("float64")
+        blue, red, nir = (scene.read(b).astype("float64") for b in (1, 3, 4))
         transform, crs = scene.transform, scene.crs
     to_scene = Transformer.from_crs("EPSG:4326", crs, always_xy=True)
     area = shapely_transform(lambda x, y: to_scene.transform(x, y), box(*bbox).segmentize(0.001))
@@ -58,7 +59,7 @@ def ndvi_of_the_whole_scene(bbox: list[float]) -> np.ndarray:
     xs, ys = transform * (cols + 0.5, rows + 0.5)
     inside = shapely.contains_xy(area, xs.ravel(), ys.ravel())
     total = (nir + red).ravel()
-    keep = inside & (total > 0)
+    keep = inside & (total > 0) & (blue.ravel() < 120)
     return ((nir - red).ravel()[keep]) / total[keep]
 
 

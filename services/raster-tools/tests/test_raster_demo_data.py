@@ -123,8 +123,10 @@ def test_scene_collections_tile_the_source_with_one_cog_per_band(demo_data: Path
     catalog = pystac.Catalog.from_file(str(demo_data))
     scenes = catalog.get_child("landsat7-olinda-scenes")
     assert isinstance(scenes, pystac.Collection)
-    keys = list(scenes.extra_fields["item_assets"])
+    item_assets = scenes.extra_fields["item_assets"]
+    keys = [key for key, asset in item_assets.items() if "data" in asset["roles"]]
     assert keys == ["blue", "green", "red", "nir", "swir16", "swir22"]
+    assert item_assets["cloud_mask"]["roles"] == ["cloud"]
     items = list(scenes.get_items())
     assert len(items) == 144
     with rasterio.open(cog(stac_dir, "landsat7-olinda")) as scene:
@@ -140,6 +142,9 @@ def test_scene_collections_tile_the_source_with_one_cog_per_band(demo_data: Path
                 assert (ds.read(1) == whole[index, row : row + ds.height, col : col + ds.width]).all()
                 bright = 100 * float((whole[0, row : row + ds.height, col : col + ds.width] >= 120).mean())
         assert item.properties["eo:cloud_cover"] == round(bright, 2)
+        with rasterio.open(item.assets["cloud_mask"].get_absolute_href() or "") as mask:
+            # The mask flags the same bright pixels the cloud cover counts.
+            assert 100 * float(mask.read(1).mean()) == pytest.approx(bright)
     climate = catalog.get_child("bcsd-1999-scenes")
     assert isinstance(climate, pystac.Collection)
     months = {i.datetime.month for i in climate.get_items() if i.datetime}

@@ -109,3 +109,26 @@ def _wgs84_box(path: Path) -> BaseGeometry:
         west, south = to_wgs84.transform(b.left + 1, b.bottom + 1)
         east, north = to_wgs84.transform(b.right - 1, b.top - 1)
     return box(west, south, east, north)
+
+
+def test_cloud_masks_are_found_by_role_or_by_cloud_classes() -> None:
+    from stacgis_raster.catalog import _cloud_mask
+
+    # Sentinel-2 L2A's scene classification as Earth Search describes it: a data asset with classes.
+    scl = {
+        "roles": ["data"],
+        "classification:classes": [
+            {"value": 3, "name": "cloud_shadow"},
+            {"value": 4, "name": "vegetation"},
+            {"value": 8, "name": "cloud_medium_probability"},
+            {"value": 9, "name": "cloud_high_probability"},
+            {"value": 10, "name": "thin_cirrus"},
+        ],
+    }
+    assert _cloud_mask({"red": {"roles": ["data"]}, "scl": scl}) == ("scl", (3, 8, 9, 10))
+    mask = {
+        "roles": ["cloud"],
+        "classification:classes": [{"value": 0, "name": "clear"}, {"value": 1, "name": "cloud"}],
+    }
+    assert _cloud_mask({"cloud_mask": mask}) == ("cloud_mask", (1,))
+    assert _cloud_mask({"red": {"roles": ["data"]}, "thumbnail": {"roles": ["thumbnail"]}}) is None

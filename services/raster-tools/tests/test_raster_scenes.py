@@ -76,9 +76,10 @@ async def test_search_filters_by_area_and_cloud_cover_sorts_and_pages(api_backed
         assert spring["count"] == sum(1 for i in _items(stac_dir, CLIMATE) if i.datetime and 3 <= i.datetime.month <= 5)
 
 
-def _landsat_ndvi_reference(stac_dir: Path, bbox: list[float]) -> np.ndarray:
+def _landsat_ndvi_reference(stac_dir: Path, bbox: list[float], cloud_masked: bool) -> np.ndarray:
     """NDVI of every pixel whose centre lies in `bbox`, from the items' red and nir files placed on the
-    scene's grid (overlaps hold the same pixels, so the order does not matter)."""
+    scene's grid (overlaps hold the same pixels, so the order does not matter); without the pixels the
+    items' cloud masks flag when `cloud_masked`."""
     items = _overlapping(_items(stac_dir, LANDSAT), bbox)
     with rasterio.open(items[0].assets["red"].href) as ds:
         crs, res, x0, y0 = ds.crs, ds.res[0], ds.transform.c, ds.transform.f
@@ -87,8 +88,9 @@ def _landsat_ndvi_reference(stac_dir: Path, bbox: list[float]) -> np.ndarray:
             x0, y0 = min(x0, ds.transform.c), max(y0, ds.transform.f)
     red: dict[tuple[int, int], float] = {}
     nir: dict[tuple[int, int], float] = {}
+    cloud: dict[tuple[int, int], float] = {}
     for item in items:
-        for key, target in (("red", red), ("nir", nir)):
+        for key, target in (("red", red), ("nir", nir), ("cloud_mask", cloud)):
             with rasterio.open(item.assets[key].href) as ds:
                 data = ds.read(1).astype("float64")
                 r0 = round((y0 - ds.transform.f) / res)
@@ -101,7 +103,7 @@ def _landsat_ndvi_reference(stac_dir: Path, bbox: list[float]) -> np.ndarray:
     for (r, c), red_value in red.items():
         centre = Point(x0 + (c + 0.5) * res, y0 - (r + 0.5) * res)
         total = nir[(r, c)] + red_value
-        if total > 0 and area.contains(centre):
+        if total > 0 and area.contains(centre) and not (cloud_masked and cloud[(r, c)] == 1):
             values.append((nir[(r, c)] - red_value) / total)
     return np.array(values)
 
@@ -109,16 +111,26 @@ def _landsat_ndvi_reference(stac_dir: Path, bbox: list[float]) -> np.ndarray:
 async def test_ndvi_over_a_mosaic_of_many_items_matches_a_direct_computation(
     api_backed_service: str, stac_dir: Path
 ) -> None:
-    reference = _landsat_ndvi_reference(stac_dir, OLINDA_BOX)
+    reference = _landsat_ndvi_reference(stac_dir, OLINDA_BOX, cloud_masked=False)
+    clear = _landsat_ndvi_reference(stac_dir, OLINDA_BOX, cloud_masked=True)
+    assert 0 < clear.size < reference.size
     async with connect(api_backed_service) as mcp:
-        result = await call(mcp, "get_scene_statistics", collection_id=LANDSAT, expression="ndvi", bbox=OLINDA_BOX)
+        result = await call(
+            mcp, "get_scene_statistics", collection_id=LANDSAT, expression="ndvi", bbox=OLINDA_BOX, cloud_mask=False
+        )
         same = await call(
             mcp,
             "get_scene_statistics",
             collection_id=LANDSAT,
             expression="(nir - red) / (nir + red)",
             bbox=OLINDA_BOX,
+            cloud_mask=False,
         )
+        masked = await call(mcp, "get_scene_statistics", collection_id=LANDSAT, expression="ndvi", bbox=OLINDA_BOX)
+    # By default the items' own cloud masks leave their cloudy pixels out.
+    assert masked["statistics"]["valid_pixels"] == clear.size
+    assert masked["statistics"]["mean"] == pytest.approx(clear.mean(), rel=1e-5)
+    assert "cloud_mask" in masked["cloud_mask"]
     assert result["formula"] == "(nir - red) / (nir + red)"
     assert result["items"]["used"] > 10  # really a mosaic
     stats = result["statistics"]
@@ -304,3 +316,27 @@ async def test_a_data_cube_answers_statistics_and_time_series_per_variable(
         _weighted_mean_in_box(july / 30, grids[1][1], CLIMATE_BOX), rel=1e-5
     )
     assert steps["count"] == 2 and all(i["assets"] == ["pr", "tas"] for i in steps["items"])
+
+
+async def test_the_point_tool_reads_every_asset_of_scenes_and_every_variable_of_the_cube(
+    api_backed_service: str, stac_dir: Path
+) -> None:
+    lon, lat = -80.0, 36.0
+    expected = {}
+    for variable, collection_id in (("pr", "bcsd-precipitation-1999"), ("tas", "bcsd-temperature-1999")):
+        with rasterio.open(cog(stac_dir, collection_id, f"{collection_id}-1999-07")) as ds:
+            expected[variable] = float(next(ds.sample([(lon, lat)]))[0])
+    with rasterio.open(cog(stac_dir, "landsat7-olinda")) as scene:
+        x, y = Transformer.from_crs("EPSG:4326", scene.crs, always_xy=True).transform(-34.871, -7.995)
+        bands = [float(v) for v in next(scene.sample([(x, y)]))]
+    async with connect(api_backed_service) as mcp:
+        cube = await call(mcp, "query_raster_point", collection_id=CUBE, lon=lon, lat=lat, datetime="1999-07")
+        latest = await call(mcp, "query_raster_point", collection_id=CUBE, lon=lon, lat=lat)
+        tiles = await call(mcp, "query_raster_point", collection_id=LANDSAT, lon=-34.871, lat=-7.995)
+        outside = await call_error(mcp, "query_raster_point", collection_id=LANDSAT, lon=10.0, lat=10.0)
+    (july,) = cube["results"]
+    assert july["time"].startswith("1999-07") and july["values"] == pytest.approx(expected, rel=1e-6)
+    assert cube["units"] == {"pr": "mm/month", "tas": "degC"}
+    assert latest["results"][0]["time"].startswith("1999-12")
+    assert list(tiles["results"][0]["values"].values()) == bands
+    assert "'lon'" in outside and "no item" in outside

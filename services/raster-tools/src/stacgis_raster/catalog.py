@@ -67,6 +67,8 @@ class ItemRecord:
     # "{driver}:{href}:{variable}", and this record is the time step in band `band` of each.
     cube_driver: str | None = None
     band: int = 1
+    # The item's own cloud mask (the collection's `cloud_mask` asset), when it has one.
+    mask_href: str | None = None
 
     @property
     def when(self) -> dt.datetime | None:
@@ -103,6 +105,8 @@ class CollectionRecord:
     asset_bands: dict[str, BandInfo] = field(default_factory=dict)
     # Data cubes: the STAC datacube extension's dimensions (x, y, time), for get_raster_info.
     cube_dimensions: dict[str, Any] | None = None
+    # Scenes: the asset holding each item's cloud mask and its class values that mean cloud or shadow.
+    cloud_mask: tuple[str, tuple[int, ...]] | None = None
 
     @property
     def categorical(self) -> bool:
@@ -202,6 +206,25 @@ def _bands_from(raster_bands: list[dict[str, Any]], eo_bands: list[dict[str, Any
     return bands
 
 
+CLOUD_WORDS = ("cloud", "shadow", "cirrus")
+
+
+def _cloud_mask(item_assets: dict[str, Any]) -> tuple[str, tuple[int, ...]] | None:
+    """The asset whose classes say cloud (STAC role `cloud`, or classes such as Sentinel-2's SCL
+    `cloud_high_probability`), and those class values; None when items carry no such mask."""
+    for key, asset in item_assets.items():
+        classes = asset.get("classification:classes") or []
+        cloudy = tuple(
+            int(c["value"])
+            for c in classes
+            if "value" in c and any(w in f"{c.get('name', '')} {c.get('description', '')}".lower() for w in CLOUD_WORDS)
+        )
+        roles = set(asset.get("roles") or [])
+        if cloudy and (roles & {"cloud", "cloud-shadow", "data"}):
+            return key, cloudy
+    return None
+
+
 def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
@@ -292,6 +315,7 @@ def item_record(item: pystac.Item, collection_id: str) -> ItemRecord | None:
         if "data" in (a.roles or []) and len(a.extra_fields.get("raster:bands") or [{}]) == 1
     }
     cloud = item.properties.get("eo:cloud_cover")
+    mask = next((a for a in item.assets.values() if {"cloud", "cloud-shadow"} & set(a.roles or [])), None)
     return ItemRecord(
         item.id,
         collection_id,
@@ -301,6 +325,7 @@ def item_record(item: pystac.Item, collection_id: str) -> ItemRecord | None:
         _href(asset),
         assets if len(assets) > 1 else {},
         float(cloud) if isinstance(cloud, (int, float)) else None,
+        mask_href=_href(mask) if mask is not None else None,
     )
 
 
@@ -358,6 +383,7 @@ def collection_record(
         provenance=collection.extra_fields.get("stacgis:provenance"),
         items=sorted(items or [], key=lambda i: i.start or dt.datetime.min.replace(tzinfo=dt.UTC)),
         asset_bands=asset_bands,
+        cloud_mask=_cloud_mask(collection.extra_fields.get("item_assets") or {}),
         cube_dimensions=collection.extra_fields.get("cube:dimensions") if cube_variables else None,
     )
 

@@ -39,6 +39,8 @@ class SceneItem:
     # Data cubes: the GDAL driver that opens variable `key` of the file, and the time step's band.
     cube_driver: str | None = None
     band: int = 1
+    # The item's cloud mask (href) and its class values to leave out.
+    mask: tuple[str, tuple[int, ...]] | None = None
 
     def source(self, key: str) -> tuple[str, int]:
         """What to open for asset `key`, and which band of it."""
@@ -54,6 +56,7 @@ class Mosaic:
     date: str
     data: np.ma.MaskedArray
     items: list[str] = field(default_factory=list)
+    cloud_pixels: int = 0  # item pixels left out by the items' cloud masks
 
 
 def plan_grid(limits: ReadLimits, href: str, area: Area) -> rasterops.ReadPlan:
@@ -94,11 +97,12 @@ def plan_grid(limits: ReadLimits, href: str, area: Area) -> rasterops.ReadPlan:
 
 
 def _read_asset(
-    href: str, plan: rasterops.ReadPlan, scaling: tuple[float, float] | None, band: int = 1
+    href: str, plan: rasterops.ReadPlan, scaling: tuple[float, float] | None, band: int = 1, classes: bool = False
 ) -> np.ma.MaskedArray:
-    """Band `band` of an asset warped onto the plan's grid; pixels outside it or at nodata are masked."""
+    """Band `band` of an asset warped onto the plan's grid; pixels outside it or at nodata are masked.
+    Classes (a mask) are never averaged."""
     height, width = plan.out_shape
-    resampling = Resampling.nearest if plan.factor == 1 else Resampling.average
+    resampling = Resampling.nearest if plan.factor == 1 or classes else Resampling.average
     with rasterio.open(href) as ds:
         with WarpedVRT(
             ds,
@@ -141,7 +145,8 @@ def _item_part(item: SceneItem, plan: rasterops.ReadPlan) -> tuple[slice, slice,
 
 
 def mosaics(plan: rasterops.ReadPlan, items: Sequence[SceneItem], formula: str) -> tuple[list[Mosaic], int]:
-    """One mosaic per date (least cloudy item first where items overlap) and the pixels read."""
+    """One mosaic per date (least cloudy item first where items overlap, cloudy pixels left out
+    where items carry a cloud mask) and the pixels read."""
     by_date: dict[str, list[SceneItem]] = {}
     for item in items:
         by_date.setdefault(item.date, []).append(item)
@@ -163,6 +168,11 @@ def mosaics(plan: rasterops.ReadPlan, items: Sequence[SceneItem], formula: str) 
                 arrays[key] = _read_asset(href, item_plan, item.scaling.get(key), band)
             pixels_read += sum(int((~np.ma.getmaskarray(a)).sum()) for a in arrays.values())
             value = expressions.evaluate(formula, arrays)
+            if item.mask is not None:
+                flags = _read_asset(item.mask[0], item_plan, None, classes=True)
+                cloudy = np.isin(np.ma.getdata(flags), item.mask[1]) & ~np.ma.getmaskarray(flags)
+                mosaic.cloud_pixels += int((cloudy & ~np.ma.getmaskarray(value)).sum())
+                value = np.ma.masked_where(cloudy, value)
             target = data[rows, cols]
             fill = np.ma.getmaskarray(target) & ~np.ma.getmaskarray(value)
             if fill.any():
@@ -209,6 +219,7 @@ def scene_statistics(
         "statistics": stats,
         "dates": [m.date for m in layers],
         "items_used": used,
+        "cloud_pixels": sum(m.cloud_pixels for m in layers),
         "pixels_read": pixels_read,
         "resolution": plan.resolution,
         "geographic": plan.geographic,
@@ -231,3 +242,27 @@ def scene_series(limits: ReadLimits, items: Sequence[SceneItem], area: Area, for
             point["valid_fraction"] = 0.0
         series.append(point)
     return {"series": series, "pixels_read": pixels_read, "resolution": plan.resolution, "geographic": plan.geographic}
+
+
+def scene_point(items: Sequence[SceneItem], lon: float, lat: float) -> list[dict[str, Any] | None]:
+    """Each item's asset values at a point (None: the point is outside the item or every value is
+    nodata), with the pixel centre."""
+    out: list[dict[str, Any] | None] = []
+    for item in items:
+        values: dict[str, float | None] = {}
+        centre = None
+        for key in item.hrefs:
+            href, band = item.source(key)
+            with rasterio.open(href) as ds:
+                point = rasterops.sample_point(ds, lon, lat)
+            if not point.inside:
+                break
+            value = point.values[band - 1]
+            scale, offset = item.scaling.get(key, (1.0, 0.0))
+            values[key] = None if value is None else rasterops._round(value * scale + offset, 8)
+            centre = point.pixel_center
+        if len(values) < len(item.hrefs) or all(v is None for v in values.values()):
+            out.append(None)
+        else:
+            out.append({"values": values, "pixel_center": centre})
+    return out

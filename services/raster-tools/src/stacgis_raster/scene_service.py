@@ -54,6 +54,12 @@ def _sort_key(sortby: str) -> Callable[[ItemRecord], tuple[float, str]]:
     return key
 
 
+def _flag(value: Any, argument: str) -> bool:
+    if not isinstance(value, bool):
+        raise ArgumentError(argument, "expected true or false")
+    return value
+
+
 def _read_figures(done: dict[str, Any]) -> dict[str, Any]:
     """What a read cost and how its pixels were weighted."""
     return {
@@ -67,24 +73,31 @@ def scene_items(
     asset_href: Callable[[str, str], str],
     record: CollectionRecord,
     items: Sequence[ItemRecord],
-    expression: expressions.Expression,
+    assets: Sequence[str],
+    cloud_mask: bool = True,
 ) -> list[scene_reads.SceneItem]:
     """What a read worker needs of each item: the checked (and signed) hrefs of the assets the
     expression reads. Blocking (`asset_href` may fetch a token): run it through `RasterService.run`."""
     scaling = {
         key: (band.scale if band.scale is not None else 1.0, band.offset or 0.0)
-        for key in expression.assets
+        for key in assets
         if (band := record.asset_bands[key]).scale is not None or band.offset is not None
     }
     out = []
     for item in items:
-        missing = [key for key in expression.assets if key not in item.assets]
+        missing = [key for key in assets if key not in item.assets]
         if missing:
             raise ArgumentError("expression", f"item '{item.id}' has no asset {', '.join(missing)}")
-        hrefs = {key: asset_href(item.assets[key], item.collection_id) for key in expression.assets}
+        hrefs = {key: asset_href(item.assets[key], item.collection_id) for key in assets}
+        mask = None
+        if cloud_mask and record.cloud_mask is not None:
+            key, values = record.cloud_mask
+            mask_href = item.mask_href or item.assets.get(key)
+            if mask_href is not None:
+                mask = (asset_href(mask_href, item.collection_id), values)
         out.append(
             scene_reads.SceneItem(
-                item.id, item.time_label() or "", hrefs, item.cloud_cover, scaling, item.cube_driver, item.band
+                item.id, item.time_label() or "", hrefs, item.cloud_cover, scaling, item.cube_driver, item.band, mask
             )
         )
     return out
@@ -252,6 +265,7 @@ class SceneService:
         datetime: Any = None,
         max_cloud_cover: Any = None,
         composite: Any = None,
+        cloud_mask: Any = True,
     ) -> dict[str, Any]:
         method = composite or "median"
         if method not in scene_reads.COMPOSITES:
@@ -262,7 +276,9 @@ class SceneService:
         done = await self.raster.read(
             scene_reads.scene_statistics,
             self.raster.limits,
-            await self.raster.run(scene_items, self.raster.asset_href, record, items, parsed),
+            await self.raster.run(
+                scene_items, self.raster.asset_href, record, items, parsed.assets, _flag(cloud_mask, "cloud_mask")
+            ),
             area,
             parsed.formula,
             method,
@@ -282,6 +298,10 @@ class SceneService:
             else "one date: a mosaic of its items"
         )
         result["mosaic"] = "least cloudy item first where items overlap"
+        if record.cloud_mask is not None and _flag(cloud_mask, "cloud_mask"):
+            result["cloud_mask"] = (
+                f"{done['cloud_pixels']} item pixels classed cloud in asset '{record.cloud_mask[0]}' left out"
+            )
         result.update(_read_figures(done))
         result["statistics"] = done["statistics"]
         return result
@@ -298,13 +318,16 @@ class SceneService:
         start: Any = None,
         end: Any = None,
         max_cloud_cover: Any = None,
+        cloud_mask: Any = True,
     ) -> dict[str, Any]:
         period = series_interval(start, end)
         datetime = period.text if period is not None else None
         record, parsed, area, place_info, items, capped = await self._prepared(
             collection_id, expression, place, bbox, geometry, datetime, max_cloud_cover, token
         )
-        read_items = await self.raster.run(scene_items, self.raster.asset_href, record, items, parsed)
+        read_items = await self.raster.run(
+            scene_items, self.raster.asset_href, record, items, parsed.assets, _flag(cloud_mask, "cloud_mask")
+        )
         done = await self.raster.read(scene_reads.scene_series, self.raster.limits, read_items, area, parsed.formula)
         result = self._common(record, parsed, area, place_info, capped)
         series = done["series"]
@@ -320,3 +343,61 @@ class SceneService:
             }
         result.update(_read_figures(done))
         return result
+
+    async def point(
+        self,
+        collection_id: Any,
+        lon: Any,
+        lat: Any,
+        token: Callable[[], str],
+        *,
+        datetime: Any = None,
+        place: Any = None,
+    ) -> dict[str, Any]:
+        """`query_raster_point` for any collection: scene collections and cubes read here (every asset
+        at the point, from the least cloudy item there, per date), the others by `RasterService.point`."""
+        record = await self.raster.collection(collection_id, scenes=True)
+        if not record.scenes:
+            return await self.raster.point(collection_id, lon, lat, datetime, place=place, token=token)
+        x, y, place_info = await self.raster.located_point(place, lon, lat, token)
+        interval = interval_for(record, datetime)
+        found = await self.raster.run(self.raster.source.items, record, interval, (x, y, x, y), self.max_items)
+        if not found:
+            raise ArgumentError(
+                "place" if place_info else ("datetime" if interval is not None else "lon"),
+                f"no item of '{record.id}' at ({x}, {y})"
+                + (f" in {interval.text}" if interval else "")
+                + f"; the collection covers {list(record.bbox or [])}, {record.temporal_label() or 'undated'}",
+            )
+        dates = sorted({i.time_label() or "" for i in found})
+        if interval is None and record.time_resolved:
+            dates = dates[-1:]  # no date asked for: the latest
+        chosen = [i for i in found if (i.time_label() or "") in dates]
+        chosen.sort(key=lambda i: (i.time_label() or "", i.cloud_cover if i.cloud_cover is not None else 0.0))
+        read_items = await self.raster.run(
+            scene_items, self.raster.asset_href, record, chosen, list(record.asset_bands)
+        )
+        sampled = await self.raster.read(scene_reads.scene_point, read_items[: self.max_items], x, y)
+        results: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        for item, value in zip(chosen, sampled, strict=True):
+            label = item.time_label() or ""
+            if value is None or label in seen:
+                continue  # outside this item, or a less cloudy item of the date already answered
+            seen.add(label)
+            entry: dict[str, Any] = {"item": item.id}
+            if record.time_resolved:
+                entry["time"] = label
+            results.append({**entry, **value})
+        if not results:
+            raise ArgumentError("place" if place_info else "lon", f"no data in '{record.id}' at ({x}, {y})")
+        note = f"{len(results)} date(s)" if interval is not None else "latest date used; pass datetime to choose"
+        return {
+            "collection_id": record.id,
+            **({"place": place_info} if place_info else {}),
+            "lon": x,
+            "lat": y,
+            "units": {key: band.unit for key, band in record.asset_bands.items()},
+            "time": note if record.time_resolved else "collection is not time-resolved",
+            "results": results,
+        }

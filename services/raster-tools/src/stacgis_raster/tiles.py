@@ -478,7 +478,7 @@ def tile_routes(service: RasterService) -> list[Route]:
             return TileResult(None, f"more than {cap} scenes under this tile (RASTER_SCENE_TILE_MAX_ITEMS); zoom in")
         png, pixels = await service.read(
             render_scene_tile,
-            await service.run(scene_items, service.asset_href, record, found, options.expression),
+            await service.run(scene_items, service.asset_href, record, found, options.expression.assets),
             options,
             z,
             x,

@@ -61,6 +61,7 @@ ExpressionArg = Annotated[
     Field(description="Index (ndvi, ndwi, nbr, ndmi, ndbi), an asset ('tas') or math: '(nir - red) / (nir + red)'"),
 ]
 CloudArg = Annotated[float | None, Field(description="Only items with at most this cloud cover, percent")]
+CloudMaskArg = Annotated[bool, Field(description="Leave out pixels the items' own cloud masks flag (default true)")]
 
 
 def _plain(value: Any) -> Any:
@@ -85,6 +86,8 @@ def _result(data: dict[str, Any]) -> CallToolResult:
 def register_tools(server: MCPServer[Any], service: RasterService, settings: RasterSettings) -> None:
     def token() -> str:
         return mint_for(settings, current_identity())
+
+    scenes = SceneService(service)
 
     async def call(tool: str, work: Awaitable[dict[str, Any]]) -> CallToolResult:
         started = time.perf_counter()
@@ -166,7 +169,7 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
         datetime: DatetimeArg = None,
     ) -> CallToolResult:
         return await call(
-            "query_raster_point", service.point(collection_id, lon, lat, datetime, place=place, token=token)
+            "query_raster_point", scenes.point(collection_id, lon, lat, token, datetime=datetime, place=place)
         )
 
     @server.tool(
@@ -237,8 +240,6 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
             service.change(collection_id, geometry, bbox, period_a, period_b, band, threshold, token, place=place),
         )
 
-    scenes = SceneService(service)
-
     @server.tool(
         annotations=READ_ONLY,
         description="Use for finding the scenes (items) of a scene collection over a place and period.",
@@ -275,8 +276,8 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
     @server.tool(
         annotations=READ_ONLY,
         description=(
-            "Use for an index such as NDVI (or any band math) over an area from a scene collection: mosaics the "
-            "scenes, composites the dates, e.g. 'NDVI statistics for Olinda'."
+            "Use for mean, min and max of an index such as NDVI (or any band math) over an area from a scene "
+            "collection or data cube, e.g. 'NDVI statistics for Olinda'; one answer for the whole period."
         ),
     )
     async def get_scene_statistics(
@@ -290,6 +291,7 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
         composite: Annotated[
             str | None, Field(description="Per-pixel over dates: median (default), mean, max, min or latest")
         ] = None,
+        cloud_mask: CloudMaskArg = True,
     ) -> CallToolResult:
         return await call(
             "get_scene_statistics",
@@ -303,12 +305,16 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
                 datetime=datetime,
                 max_cloud_cover=max_cloud_cover,
                 composite=composite,
+                cloud_mask=cloud_mask,
             ),
         )
 
     @server.tool(
         annotations=READ_ONLY,
-        description="Use for an area's mean of an index or band per date from a scene collection (a time series).",
+        description=(
+            "Use for how an area's mean changes from date to date in a scene collection or data cube, "
+            "e.g. 'monthly temperature through 1999'."
+        ),
     )
     async def get_scene_timeseries(
         collection_id: SceneCollectionId,
@@ -319,6 +325,7 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
         start: Annotated[str | None, Field(description="First date, e.g. '1999-03'")] = None,
         end: Annotated[str | None, Field(description="Last date, e.g. '1999-09'")] = None,
         max_cloud_cover: CloudArg = None,
+        cloud_mask: CloudMaskArg = True,
     ) -> CallToolResult:
         return await call(
             "get_scene_timeseries",
@@ -332,6 +339,7 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
                 start=start,
                 end=end,
                 max_cloud_cover=max_cloud_cover,
+                cloud_mask=cloud_mask,
             ),
         )
 

@@ -100,6 +100,7 @@ class SceneWriter:
         start: dt.datetime | None = None,
         end: dt.datetime | None = None,
         properties: dict[str, Any] | None = None,
+        cloud_mask: np.ndarray | None = None,
     ) -> None:
         _, height, width = raster.data.shape
         footprint = _footprint(raster.transform, height, width, raster.crs)
@@ -145,7 +146,41 @@ class SceneWriter:
                     extra_fields=_band_fields(band, raster.data, raster.nodata, self.resolution_m),
                 ),
             )
+        if cloud_mask is not None:
+            self._add_cloud_mask(item, raster, cloud_mask)
         self.items.append(item)
+
+    def _add_cloud_mask(self, item: pystac.Item, raster: RasterArray, mask: np.ndarray) -> None:
+        """A cloud mask asset (STAC role `cloud`) with classes, as imagery catalogs ship them."""
+        cog = self.stac_dir / self.spec.id / item.id / f"{item.id}-cloud_mask.tif"
+        self.cogs.append(cog)
+        if not is_complete_cog(cog):
+            write_cog(
+                mask.astype("uint8")[np.newaxis],
+                cog,
+                transform=raster.transform,
+                crs=raster.crs,
+                nodata=None,
+                band_descriptions=["cloud_mask"],
+                overview_resampling="nearest",
+                blocksize=256,
+            )
+        item.add_asset(
+            "cloud_mask",
+            pystac.Asset(
+                href=str(cog),
+                media_type=pystac.MediaType.COG,
+                roles=["cloud"],
+                title=f"Bright, cloud-like pixels (band 1 DN >= {BRIGHT_BLUE_DN}; derived)",
+                extra_fields={
+                    "raster:bands": [{"data_type": "uint8", "spatial_resolution": self.resolution_m}],
+                    "classification:classes": [
+                        {"value": 0, "name": "clear", "description": "clear"},
+                        {"value": 1, "name": "cloud", "description": "bright, cloud-like"},
+                    ],
+                },
+            ),
+        )
 
     def collection(self, *, summaries: dict[str, Any] | None = None) -> pystac.Collection:
         spec = self.spec
@@ -179,7 +214,11 @@ class SceneWriter:
                         "title": asset.title,
                         "type": asset.media_type,
                         "roles": asset.roles,
-                        **{k: v for k, v in asset.extra_fields.items() if k in {"eo:bands", "raster:bands"}},
+                        **{
+                            k: v
+                            for k, v in asset.extra_fields.items()
+                            if k in {"eo:bands", "raster:bands", "classification:classes"}
+                        },
                     }
                     for key, asset in first.assets.items()
                 },
@@ -210,7 +249,8 @@ def landsat_tiles(
             "green, red, nir, swir16, swir22), as Earth Search and Planetary Computer lay out Landsat. "
             "For item search, mosaics and band math such as NDVI = (nir - red) / (nir + red). "
             "Derived, not from USGS: the tiling, and eo:cloud_cover = the percentage of a tile's pixels "
-            f"with band 1 DN >= {BRIGHT_BLUE_DN} (bright, cloud-like). The acquisition date is not "
+            f"with band 1 DN >= {BRIGHT_BLUE_DN} (bright, cloud-like), and the cloud_mask asset marking those "
+            "pixels. The acquisition date is not "
             "documented by the source; every item carries the date of the packaged file."
         ),
         keywords=[*scene.keywords, "scenes", "tiles", "mosaic", "band math"],
@@ -234,6 +274,7 @@ def landsat_tiles(
             RasterArray(data, transform, raster.crs, raster.nodata),
             source.datetime,
             properties={"eo:cloud_cover": cloud, "platform": "landsat-7", "instruments": ["etm+"]},
+            cloud_mask=data[0] >= BRIGHT_BLUE_DN,
         )
     clouds = [float(i.properties["eo:cloud_cover"]) for i in writer.items]
     collection = writer.collection(summaries={"eo:cloud_cover": {"minimum": min(clouds), "maximum": max(clouds)}})
