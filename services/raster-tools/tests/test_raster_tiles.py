@@ -332,6 +332,9 @@ def test_a_read_past_its_deadline_is_stopped_and_frees_its_worker(
             broken = httpx.get(f"{service.url}/tiles/broken-dem/7/{int(x)}/{int(y)}.png", timeout=60)
             assert broken.status_code == 502 and broken.json()["code"] == "upstream_unreadable"
             assert "not recognized as being in a supported file format" in broken.json()["error"]
+            # The value at a point (identify) is as bounded as a tile: the same deadline and the same answer.
+            point = httpx.get(f"{service.url}/tiles/stalled-dem/point", params={"lon": 6.1, "lat": 49.75}, timeout=60)
+            assert point.status_code == 504 and point.json()["limit"] == "RASTER_TILE_TIMEOUT_SECONDS"
 
             async def tools() -> None:
                 async with connect(service.url) as session:
@@ -452,3 +455,108 @@ def test_a_configured_public_base_url_wins() -> None:
     assert RasterSettings(public_base_url="").public_base_url is None
     with pytest.raises(ValueError, match="http"):
         RasterSettings(public_base_url="tiles.example.org")
+
+
+# -- identify: GET /tiles/{collection_id}/point ------------------------------------------------------
+
+
+def rasterio_sample(path: Path, lon: float, lat: float) -> tuple[list[float], tuple[float, float]]:
+    """Every band of a COG at a point and the centre of that pixel (lon, lat), read with rasterio."""
+    from pyproj import Transformer
+
+    with rasterio.open(path) as ds:
+        x, y = Transformer.from_crs("EPSG:4326", ds.crs, always_xy=True).transform(lon, lat)
+        values = [float(v) for v in next(ds.sample([(x, y)]))]
+        row, col = ds.index(x, y)
+        cx, cy = Transformer.from_crs(ds.crs, "EPSG:4326", always_xy=True).transform(*ds.xy(row, col))
+    return values, (cx, cy)
+
+
+def test_point_answers_the_value_of_the_cog_under_it_with_unit_and_title(raster_service: str, stac_dir: Path) -> None:
+    lon, lat = 6.1, 49.75
+    response = httpx.get(f"{raster_service}/tiles/luxembourg-dem/point", params={"lon": lon, "lat": lat})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    (expected,), centre = rasterio_sample(cog(stac_dir, "luxembourg-dem"), lon, lat)
+    assert body["collection_id"] == "luxembourg-dem" and body["title"]
+    assert body["inside"] is True and "note" not in body
+    [value] = body["values"]
+    assert value["value"] == pytest.approx(expected, rel=1e-6)
+    assert value["unit"] == "m" and value["band"]
+    assert body["pixel_center"] == pytest.approx(centre, abs=1e-5)
+    assert body["item"] == "luxembourg-dem"
+    assert response.headers["cache-control"] == "public, max-age=3600"
+
+
+def test_point_names_the_class_of_categorical_data(raster_service: str, stac_dir: Path) -> None:
+    lon, lat = -66.1, 18.3
+    body = httpx.get(f"{raster_service}/tiles/nlcd-puerto-rico/point", params={"lon": lon, "lat": lat}).json()
+    (code,), _ = rasterio_sample(cog(stac_dir, "nlcd-puerto-rico"), lon, lat)
+    [value] = body["values"]
+    assert value["value"] == int(code) and value["class"] == "Developed, Low Intensity"
+
+
+def test_point_uses_the_time_step_the_tiles_show(raster_service: str, stac_dir: Path) -> None:
+    lon, lat = -83.5, 35.6
+    march = httpx.get(
+        f"{raster_service}/tiles/bcsd-precipitation-1999/point",
+        params={"lon": lon, "lat": lat, "datetime": "1999-03"},
+    ).json()
+    item = march["item"]
+    (expected,), _ = rasterio_sample(cog(stac_dir, "bcsd-precipitation-1999", item), lon, lat)
+    assert march["time"].startswith("1999-03") and march["values"][0]["value"] == pytest.approx(expected, rel=1e-6)
+    assert march["values"][0]["unit"] == "mm/month"
+    latest = httpx.get(f"{raster_service}/tiles/bcsd-precipitation-1999/point", params={"lon": lon, "lat": lat})
+    assert latest.json()["time"].startswith("1999-12")
+
+
+def test_point_outside_the_data_says_there_is_no_data(raster_service: str) -> None:
+    response = httpx.get(f"{raster_service}/tiles/luxembourg-dem/point", params={"lon": 20.0, "lat": 0.0})
+    assert response.status_code == 200
+    body = response.json()
+    assert body["inside"] is False and body["values"] == []
+    assert body["note"].startswith("no data here") and "luxembourg-dem" in body["note"]
+
+
+@pytest.mark.parametrize(
+    ("params", "status", "parameter"),
+    [
+        ({"lat": "49.7"}, 400, "lon"),
+        ({"lon": "6.1"}, 400, "lat"),
+        ({"lon": "east", "lat": "49.7"}, 400, "lon"),
+        ({"lon": "6.1", "lat": "nan"}, 400, "lat"),
+        ({"lon": "190", "lat": "49.7"}, 400, "lon"),
+        ({"lon": "6.1", "lat": "-91"}, 400, "lat"),
+        ({"lon": "6.1", "lat": "49.7", "datetime": "not a date"}, 400, "datetime"),
+    ],
+)
+def test_bad_point_requests_name_the_field(
+    raster_service: str, params: dict[str, str], status: int, parameter: str
+) -> None:
+    response = httpx.get(f"{raster_service}/tiles/bcsd-precipitation-1999/point", params=params)
+    assert response.status_code == status, response.text
+    assert response.json()["parameter"] == parameter and response.json()["code"] == "invalid_argument"
+
+
+def test_point_of_an_unknown_collection_is_404(raster_service: str) -> None:
+    response = httpx.get(f"{raster_service}/tiles/luxemburg-dem/point", params={"lon": 6.1, "lat": 49.7})
+    assert response.status_code == 404
+    assert response.json()["parameter"] == "collection_id" and response.json()["code"] == "not_found"
+
+
+def test_point_of_a_scene_collection_is_the_ndvi_of_the_item_under_it(api_backed_service: str, stac_dir: Path) -> None:
+    lon, lat = -34.871, -7.995
+    with httpx.Client(base_url=api_backed_service, timeout=60) as http:
+        response = http.get("/tiles/landsat7-olinda-scenes/point", params={"lon": lon, "lat": lat})
+        outside = http.get("/tiles/landsat7-olinda-scenes/point", params={"lon": 6.1, "lat": 49.7})
+        bad = http.get("/tiles/landsat7-olinda-scenes/point", params={"lon": lon, "lat": lat, "expression": "nir +"})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["expression"] == "ndvi" and body["inside"] is True
+    # NDVI of the same spot in the untiled scene, computed here with rasterio.
+    (_b1, _b2, red, nir, *_), _ = rasterio_sample(cog(stac_dir, "landsat7-olinda"), lon, lat)
+    assert body["values"][0]["value"] == pytest.approx((nir - red) / (nir + red), abs=1e-6)
+    assert body["item"]
+    assert outside.status_code == 200 and outside.json()["inside"] is False
+    assert outside.json()["note"].startswith("no data here")
+    assert bad.status_code == 400 and bad.json()["parameter"] == "expression"

@@ -1,4 +1,4 @@
-"""XYZ map tiles and TileJSON over plain HTTP, rendered with rio-tiler.
+"""XYZ map tiles, TileJSON and the value at a point (identify) over plain HTTP, rendered with rio-tiler.
 
 Tiles are public (the browser fetches them through the ingress), cacheable, and
 transparent wherever there is no data, including tiles entirely outside it.
@@ -31,25 +31,28 @@ from rasterio.crs import CRS
 from rasterio.errors import CRSError
 from rasterio.io import DatasetReader
 from rasterio.transform import from_bounds
+from rasterio.warp import transform as transform_points
 from rasterio.warp import transform_bounds
 from rio_tiler.colormap import cmap
 from rio_tiler.errors import RioTilerError, TileOutsideBounds
 from rio_tiler.io import Reader
 from rio_tiler.types import ColorMapType
 from rio_tiler.utils import render
+from shapely.geometry import Point
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from stacgis_raster.catalog import CollectionRecord
+from stacgis_raster import expressions, reads, scene_reads
+from stacgis_raster.catalog import CollectionRecord, ItemRecord
 from stacgis_raster.errors import ArgumentError, NotFoundError, UpstreamError
 from stacgis_raster.metrics import TILE_DURATION, TILE_REQUESTS
 from stacgis_raster.rasterops import WGS84
 from stacgis_raster.scene_service import scene_items
 from stacgis_raster.scene_tiles import render_scene_tile, scene_render, tile_bounds_wgs84
-from stacgis_raster.service import RasterService
+from stacgis_raster.service import RasterService, _classify
 from stacgis_raster.settings import RasterSettings
-from stacgis_raster.validation import parse_interval
+from stacgis_raster.validation import check_lon_lat, parse_interval
 from stacgis_raster.workers import DeadlineExceeded
 
 log = logging.getLogger(__name__)
@@ -366,6 +369,25 @@ def render_tile(
     return TileResult(bytes(image.render(img_format="PNG", colormap=options.colormap)), None, factor, pixels)
 
 
+def scene_point_value(items: list[scene_reads.SceneItem], formula: str, lon: float, lat: float) -> dict[str, Any]:
+    """The expression at a point, as a scene tile shows it (runs in a read worker): a one-pixel grid on
+    the first item's pixels, each date mosaicked least cloudy first, the newest valid date taken."""
+    href = items[0].source(next(iter(items[0].hrefs)))[0]
+    area = reads.Area(Point(lon, lat), "point", "lon", None)
+    plan = scene_reads.plan_grid(reads.ReadLimits(1, 1, 1), href, area)
+    layers, _pixels = scene_reads.mosaics(plan, items, formula)
+    cx, cy = plan.transform * (0.5, 0.5)
+    xs, ys = transform_points(plan.crs, WGS84, [cx], [cy])
+    out: dict[str, Any] = {"value": None, "pixel_center": [round(xs[0], 6), round(ys[0], 6)]}
+    for mosaic in reversed(layers):  # newest date first, as the tile's "latest" composite
+        if not np.ma.getmaskarray(mosaic.data)[0, 0]:
+            value = float(np.ma.getdata(mosaic.data)[0, 0])
+            if math.isfinite(value):
+                out.update(value=round(value, 6), date=mosaic.date, item=mosaic.items[0] if mosaic.items else None)
+                break
+    return out
+
+
 def tile_layer(href: str, max_pixels: int) -> LayerZooms:
     with rasterio.open(href) as ds:
         return layer_zooms(ds, max_pixels)
@@ -452,10 +474,14 @@ def tile_routes(service: RasterService) -> list[Route]:
     empty = transparent_png(settings.tile_size)
     cache_header = f"public, max-age={settings.tile_cache_seconds}"
 
-    async def pick_item(record: CollectionRecord, params: Any) -> str:
+    async def pick(record: CollectionRecord, params: Any) -> tuple[ItemRecord, str, str]:
+        """The item a tile of this layer reads, its href and a note saying why it was chosen."""
         interval = parse_interval(params.get("datetime"))
-        items, _note = await service.latest_or_matching(record, interval, None, 1)
-        return (await service.hrefs(items[:1]))[0]
+        items, note = await service.latest_or_matching(record, interval, None, 1)
+        return items[0], (await service.hrefs(items[:1]))[0], note
+
+    async def pick_item(record: CollectionRecord, params: Any) -> str:
+        return (await pick(record, params))[1]
 
     def tile_response(result: TileResult) -> Response:
         headers = {"Cache-Control": cache_header}
@@ -579,7 +605,81 @@ def tile_routes(service: RasterService) -> list[Route]:
             headers["Vary"] = BASE_URL_VARY
         return JSONResponse(body, headers=headers)
 
+    async def point_read(fn: Any, *args: Any) -> Any:
+        """A point read in a read worker, under the tiles' deadline (the endpoint is as public as they are)."""
+        return await service.read(
+            fn,
+            *args,
+            deadline_s=settings.tile_timeout_seconds,
+            what="the value at the point",
+            setting="RASTER_TILE_TIMEOUT_SECONDS",
+        )
+
+    async def raster_point(record: CollectionRecord, x: float, y: float, params: Any) -> dict[str, Any]:
+        """Every band at the point, from the item this layer's tiles show (RasterService's sampling)."""
+        item, href, note = await pick(record, params)
+        [sampled] = await point_read(reads.point_values, [href], x, y)
+        out: dict[str, Any] = {"item": item.id}
+        if record.time_resolved:
+            out["time"] = item.time_label()
+        out["time_note"] = note
+        if not sampled.inside:
+            return {**out, "inside": False, "values": []}
+        values = []
+        for band, value in zip(record.bands, sampled.values, strict=False):
+            entry: dict[str, Any] = {"band": band.name, "value": value, "unit": band.unit}
+            classified = _classify(value, band)
+            if isinstance(classified, dict):
+                entry.update(value=classified["value"], **{"class": classified["class"]})
+            if band.description:
+                entry["description"] = band.description
+            values.append(entry)
+        return {**out, "inside": True, "pixel_center": list(sampled.pixel_center or ()), "values": values}
+
+    async def scene_point(record: CollectionRecord, x: float, y: float, params: Any) -> dict[str, Any]:
+        """The expression (NDVI by default) from the items under the point, as the scene tiles show it."""
+        expression = expressions.parse(params.get("expression") or "ndvi", record.asset_bands, record.id)
+        interval = parse_interval(params.get("datetime")) if record.time_resolved else None
+        cap = settings.scene_tile_max_items
+        found = await service.run(service.source.items, record, interval, (x, y, x, y), cap + 1)
+        if not found:
+            return {"inside": False, "values": []}
+        if len(found) > cap:
+            raise ArgumentError(
+                "datetime",
+                f"more than {cap} scenes lie under this point (RASTER_SCENE_TILE_MAX_ITEMS); give datetime to "
+                "choose a shorter period",
+            )
+        sources = await service.run(scene_items, service.asset_href, record, found, expression.assets)
+        read = await point_read(scene_point_value, sources, expression.formula, x, y)
+        entry = {"band": expression.text, "formula": expression.formula, "value": read["value"], "unit": None}
+        out: dict[str, Any] = {"expression": expression.text, "items_searched": len(found)}
+        if read.get("item"):
+            out.update(item=read["item"], time=read["date"])
+        return {**out, "inside": True, "pixel_center": read["pixel_center"], "values": [entry]}
+
+    async def point(request: Request) -> Response:
+        """GET /tiles/{collection_id}/point?lon=..&lat=..[&datetime=..][&expression=..]: the value(s) there."""
+        try:
+            params = request.query_params
+            for name in ("lon", "lat"):
+                if params.get(name) is None or not params[name].strip():
+                    raise ArgumentError(name, "required: a number in degrees (WGS 84)")
+            x, y = check_lon_lat(params["lon"].strip(), params["lat"].strip())
+            record = await service.collection(request.path_params["collection_id"], scenes=True)
+            found = await (scene_point if record.scenes else raster_point)(record, x, y, params)
+        except Exception as exc:
+            return error_response(exc)
+        body: dict[str, Any] = {"collection_id": record.id, "title": record.title, "lon": x, "lat": y, **found}
+        if not found["inside"]:
+            extent = [round(v, 6) for v in record.bbox] if record.bbox else None
+            body["note"] = f"no data here: the point is outside '{record.id}' (extent {extent})"
+        elif all(v["value"] is None for v in found["values"]):
+            body["note"] = "no data here (the pixel is nodata)"
+        return JSONResponse(body, headers={"Cache-Control": cache_header})
+
     return [
+        Route("/tiles/{collection_id}/point", point, methods=["GET"]),
         Route("/tiles/{collection_id}/tilejson.json", tilejson, methods=["GET"]),
         Route("/tiles/{collection_id}/{z}/{x}/{y}.png", tile, methods=["GET"]),
     ]
