@@ -225,8 +225,16 @@ async def test_impossible_requests_name_the_argument(
 
 async def test_other_tools_send_scene_collections_to_the_scene_tools(api_backed_service: str) -> None:
     async with connect(api_backed_service) as mcp:
-        message = await call_error(mcp, "get_raster_statistics", collection_id=LANDSAT, bbox=OLINDA_BOX)
+        message = await call_error(mcp, "compute_zonal_stats", collection_id=LANDSAT, geometry=None)
         assert "get_scene_statistics" in message
+        # get_raster_statistics reads a scene collection as the scene tool would, and says so.
+        plain = await call(mcp, "get_raster_statistics", collection_id=LANDSAT, bbox=OLINDA_BOX)
+        scene = await call(mcp, "get_scene_statistics", collection_id=LANDSAT, expression="ndvi", bbox=OLINDA_BOX)
+        assert plain["statistics"] == scene["statistics"] and "expression 'ndvi'" in plain["read_as"]
+        july = {"bbox": CLIMATE_BOX, "datetime": "1999-07"}
+        by_band = await call(mcp, "get_raster_statistics", collection_id=CUBE, band="tas", **july)
+        by_expression = await call(mcp, "get_scene_statistics", collection_id=CUBE, expression="tas", **july)
+        assert by_band["statistics"] == by_expression["statistics"] and by_band["unit"] == "degC"
         message = await call_error(mcp, "get_scene_statistics", collection_id="luxembourg-dem", expression="ndvi")
         assert "not a scene collection" in message and LANDSAT in message
         period = await call_error(

@@ -18,7 +18,7 @@ from stacgis_raster import expressions, scene_reads
 from stacgis_raster.catalog import CollectionRecord, ItemRecord
 from stacgis_raster.errors import ArgumentError
 from stacgis_raster.reads import Area
-from stacgis_raster.service import RasterService, interval_for, series_interval
+from stacgis_raster.service import STATISTIC_WORDS, RasterService, interval_for, series_interval
 from stacgis_raster.validation import TimeInterval
 
 SORTS = ("datetime", "-datetime", "cloud_cover", "-cloud_cover")
@@ -401,3 +401,39 @@ class SceneService:
             "time": note if record.time_resolved else "collection is not time-resolved",
             "results": results,
         }
+
+    def default_expression(self, record: CollectionRecord, band: Any) -> str:
+        """What a single-file tool's `band` means for a scene collection: an asset or variable named
+        (or numbered) there, else NDVI where red and near infrared exist, else the first asset."""
+        keys = list(record.asset_bands)
+        if isinstance(band, int) and not isinstance(band, bool) and 1 <= band <= len(keys):
+            return keys[band - 1]
+        if isinstance(band, str) and band.strip() and band.strip().lower() not in STATISTIC_WORDS:
+            return band.strip()
+        try:
+            expressions.parse("ndvi", record.asset_bands, record.id)
+        except ArgumentError:
+            return keys[0]
+        return "ndvi"
+
+    async def area_statistics(
+        self,
+        collection_id: Any,
+        bbox: Any,
+        geometry: Any,
+        datetime: Any,
+        band: Any,
+        token: Callable[[], str],
+        place: Any = None,
+    ) -> dict[str, Any]:
+        """`get_raster_statistics` for any collection: a scene collection or cube is read as
+        `get_scene_statistics` with the expression its `band` means (said in the result)."""
+        record = await self.raster.collection(collection_id, scenes=True)
+        if not record.scenes:
+            return await self.raster.statistics(collection_id, bbox, geometry, datetime, band, token, place=place)
+        expression = self.default_expression(record, band)
+        result = await self.statistics(
+            record.id, expression, token, place=place, bbox=bbox, geometry=geometry, datetime=datetime
+        )
+        result["read_as"] = f"get_scene_statistics with expression '{expression}' ({record.id} is a scene collection)"
+        return result

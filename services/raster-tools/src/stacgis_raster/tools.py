@@ -154,7 +154,7 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
     ) -> CallToolResult:
         return await call(
             "get_raster_statistics",
-            service.statistics(collection_id, bbox, geometry, datetime, band, token, place=place),
+            scenes.area_statistics(collection_id, bbox, geometry, datetime, band, token, place=place),
         )
 
     @server.tool(
