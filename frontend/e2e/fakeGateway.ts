@@ -132,6 +132,11 @@ export class FakeGateway {
   readonly approvals = new Map<string, boolean>();
   /** Layers the tile endpoint describes: collection id -> TileJSON fields (bounds, rescale, units…). */
   readonly layers = new Map<string, JsonObject>([["global-land-mask", { name: "Land mask", bounds: [-180, -85, 180, 85] }]]);
+  /** What GET /tiles/{id}/point answers per collection (a `status` field other than 200 answers that
+   * status with the rest as the body); a layer without an entry answers "no data here". */
+  readonly points = new Map<string, JsonObject>();
+  /** Every identify request received (path and query). */
+  readonly pointRequests: string[] = [];
   /** What GET /places/search finds (names starting with the words typed), and every search received. */
   readonly places: FakePlace[] = [
     { name: "Luxembourg", kind: "country", ref: "countries/LUX", bbox: [5.73, 49.45, 6.53, 50.18] },
@@ -264,6 +269,21 @@ export class FakeGateway {
       const layer = this.layers.get(id);
       if (!layer) return json(res, 404, { detail: `no collection ${id}` });
       return json(res, 200, { tilejson: "3.0.0", tiles: [`/tiles/${encodeURIComponent(id)}/{z}/{x}/{y}.png`], minzoom: 0, maxzoom: 14, ...layer });
+    }
+    const point = /^\/tiles\/([^/]+)\/point$/.exec(path);
+    if (method === "GET" && point) {
+      const id = decodeURIComponent(point[1]);
+      this.pointRequests.push(req.url ?? path);
+      if (!this.layers.has(id)) return json(res, 404, { error: `no collection '${id}'`, code: "not_found", parameter: "collection_id" });
+      const query = new URL(req.url ?? path, "http://localhost").searchParams;
+      const lon = Number(query.get("lon"));
+      const lat = Number(query.get("lat"));
+      const { status, ...body } = this.points.get(id) ?? {
+        inside: false,
+        values: [],
+        note: `no data here: the point is outside '${id}'`,
+      };
+      return json(res, typeof status === "number" ? status : 200, { collection_id: id, title: this.layers.get(id)?.description ?? id, lon, lat, ...body });
     }
     if (method === "GET" && /^\/tiles\/[^/]+\/\d+\/\d+\/\d+\.png$/.test(path)) {
       res.writeHead(200, { "Content-Type": "image/png" });

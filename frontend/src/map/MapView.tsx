@@ -11,7 +11,7 @@ import {
 import "maplibre-gl/dist/maplibre-gl.css";
 import workerUrl from "maplibre-gl/dist/maplibre-gl-worker.mjs?url";
 import type { Feature, FeatureCollection } from "geojson";
-import { useEffect, useRef, useState } from "react";
+import { useCallback, useEffect, useRef, useState } from "react";
 import { useUiStore } from "../state/uiStore";
 import {
   COUNTRIES_FILL_LAYER,
@@ -34,6 +34,7 @@ import {
   undoVertex,
 } from "./drawing";
 import { OVERLAY_ANCHOR_LAYER, overlayBeforeId } from "./frontendTools";
+import { cancelIdentify, identifyAt, IdentifyPanel, type IdentifyState } from "./IdentifyPanel";
 import { APP_LAYERS, applyBasemap, layerSpec, readBasemapOpacities, syncOverlays } from "./layerState";
 import type { BasemapChoice } from "./mapBridge";
 import { markStyleLoaded, markStyleLoading, registerMap, styleIsLoading, unregisterMap } from "./mapRegistry";
@@ -156,6 +157,12 @@ export function MapView() {
   const [loadError, setLoadError] = useState<string | null>(null);
   /** Where the pointer is (or was last tapped) on the map. */
   const [pointer, setPointer] = useState<{ lng: number; lat: number } | null>(null);
+  /** The value of the top visible raster layer where the map was last clicked (identify). */
+  const [identify, setIdentify] = useState<IdentifyState | null>(null);
+  const closeIdentify = useCallback(() => {
+    cancelIdentify();
+    setIdentify(null);
+  }, []);
 
   useEffect(() => {
     const container = containerRef.current;
@@ -211,6 +218,7 @@ export function MapView() {
         return;
       }
       s.setSelectedFeature(pickFeature(instance, e.point));
+      if (!identifyAt(s.overlays, p.lng, p.lat, setIdentify)) setIdentify(null);
     });
     instance.on("dblclick", (e: MapMouseEvent) => {
       const s = useUiStore.getState();
@@ -330,6 +338,7 @@ export function MapView() {
       <p className="coord-readout" data-testid="coords" title="Position under the pointer (WGS 84)">
         {pointer ? formatLngLat(pointer.lng, pointer.lat) : "Point at the map for coordinates"}
       </p>
+      {identify ? <IdentifyPanel state={identify} onClose={closeIdentify} /> : null}
       {loadError ? (
         <p className="map-error" role="status">
           {loadError}
