@@ -216,8 +216,9 @@ async def test_a_run_started_while_the_model_server_restarts_completes(redis_url
 
 
 @pytest.mark.asyncio
-async def test_a_request_too_long_for_the_context_window_fails_clearly(orch) -> None:
-    events = await run_events(orch.url, {"message": "Describe this: " + "lorem ipsum " * 2600})
+async def test_a_request_too_long_for_the_context_window_fails_clearly(stack_env: dict[str, str]) -> None:
+    with orchestrator({**stack_env, "ORCHESTRATOR_LLM_NUM_CTX": "8192"}) as small:
+        events = await run_events(small.url, {"message": "Describe this: " + "lorem ipsum " * 2600})
     error = terminal(events).proto.error
     assert error.code == "context_too_long"
     assert "8192" in error.message and "tokens" in error.message

@@ -556,10 +556,16 @@ def test_a_scene_collection_with_red_and_nir_holds_ndvi_for_the_scene_tools_only
     )
     question = "Show me NDVI statistics for Olinda"
     assert catalog.collections["olinda-scenes"].holds("ndvi")
-    # The scene tools' call on the scene collection stands; a single-file tool's call on the raw scene
-    # goes to the one single-file NDVI collection, never to the scenes (which that tool cannot read).
-    assert call_gap(question, catalog, "olinda-scenes") is None
-    refused = call_gap(question, catalog, "olinda")
-    assert refused is not None and "olinda-ndvi" in refused and "olinda-scenes" not in refused
+    assert not catalog.collections["olinda-scenes"].holds("ndvi", band_math=False)
+    # A band-math call (with an expression) on the scene collection stands; a call reading stored bands
+    # (a point, plain statistics) on the raw scene or on the scenes goes to the one NDVI collection,
+    # since only band math makes NDVI of the scenes' bands.
+    assert call_gap(question, catalog, "olinda-scenes", band_math=True) is None
+    for called in ("olinda", "olinda-scenes"):
+        refused = call_gap(question, catalog, called, band_math=False)
+        assert refused is not None and "olinda-ndvi" in refused and "olinda-scenes," not in refused
     assert sole_holder(question, catalog, None).id == "olinda-ndvi"  # type: ignore[union-attr]
     assert sole_holder(question, catalog, None, scenes=True).id == "olinda-scenes"  # type: ignore[union-attr]
+    # A band-math call on a collection without NDVI is pointed at the scenes, which derive it.
+    refused = call_gap(question, catalog, "olinda", band_math=True)
+    assert refused is not None and "collections with ndvi: olinda-scenes" in refused

@@ -78,6 +78,8 @@ class Collection:
     bbox: tuple[float, float, float, float] | None = None  # west, south, east, north
     # Many items with one asset per band (or a data cube): read by the scene tools, not the others.
     scenes: bool = False
+    # Variables only band math gives (NDVI from red and near infrared): held for calls with an expression.
+    derived: frozenset[str] = frozenset()
 
     def reaches(self, box: tuple[float, float, float, float]) -> bool:
         """Whether its extent meets `box` (a point is a box of zero size); no extent: everywhere."""
@@ -86,8 +88,8 @@ class Collection:
         w, s, e, n = self.bbox
         return box[0] <= e and w <= box[2] and box[1] <= n and s <= box[3]
 
-    def holds(self, variable: str) -> bool:
-        return variable in self.variables
+    def holds(self, variable: str, band_math: bool = True) -> bool:
+        return variable in self.variables or (band_math and variable in self.derived)
 
     def covers(self, year: int) -> bool:
         return self.years is None or self.years[0] <= year <= self.years[1]
@@ -111,8 +113,8 @@ class Catalog:
             return cls()
         return cls(_collection(item) for item in data if isinstance(item, dict) and isinstance(item.get("id"), str))
 
-    def holders(self, variable: str) -> list[Collection]:
-        return [c for c in self.collections.values() if c.holds(variable)]
+    def holders(self, variable: str, band_math: bool = True) -> list[Collection]:
+        return [c for c in self.collections.values() if c.holds(variable, band_math)]
 
     def variables(self) -> list[str]:
         """The vocabulary's variables that some collection holds, for telling the user what there is."""
@@ -130,12 +132,12 @@ def _collection(item: dict[str, Any]) -> Collection:
         box = (float(raw_box[0]), float(raw_box[1]), float(raw_box[2]), float(raw_box[3]))
     variables = {name for name, terms in VARIABLES.items() if any(_term_pattern(t).search(words) for t in terms)}
     names = {str(b).lower() for b in bands}
-    if "red" in names and names & {"nir", "nir08"}:
-        variables.add("ndvi")  # band math over red and near infrared (get_scene_statistics)
+    derived = {"ndvi"} if "red" in names and names & {"nir", "nir08"} else set()
     return Collection(
         id=item["id"],
         title=str(item.get("title") or ""),
         variables=frozenset(variables),
+        derived=frozenset(derived - variables),
         years=(min(years), max(years)) if years else None,
         bbox=box,
         scenes=item.get("kind") in ("scenes", "data cube"),
@@ -270,16 +272,18 @@ def place_gap(question: str, catalog: Catalog, name: str, box: tuple[float, floa
     return None
 
 
-def call_gap(question: str, catalog: Catalog, collection_id: object) -> str | None:
+def call_gap(question: str, catalog: Catalog, collection_id: object, band_math: bool = False) -> str | None:
     """Why a call on `collection_id` cannot answer the question: the collection holds none of the
-    variables asked for while others do. The call is then not run; the model gets this instead."""
+    variables asked for while others do. The call is then not run; the model gets this instead.
+    `band_math`: the call computes an expression, so variables band math derives count."""
     collection = catalog.collections.get(collection_id) if isinstance(collection_id, str) else None
     if collection is None:
         return None
     asked = asked_variables(question)
-    # Only collections the same tools read: a scene collection is no answer for a single-file tool.
-    holders = {c.id for variable, _ in asked for c in catalog.holders(variable) if c.scenes == collection.scenes}
-    if not asked or not holders or any(collection.holds(variable) for variable, _ in asked):
+    # Only collections the call's kind of tool reads: scene collections for band math (an
+    # expression), the others for the single-file tools.
+    holders = {c.id for variable, _ in asked for c in catalog.holders(variable, band_math) if c.scenes == band_math}
+    if not asked or not holders or any(collection.holds(variable, band_math) for variable, _ in asked):
         return None
     words = " or ".join(variable for variable, _ in asked)
     return (
@@ -292,16 +296,17 @@ def sole_holder(
     question: str, catalog: Catalog, box: tuple[float, float, float, float] | None, scenes: bool = False
 ) -> Collection | None:
     """The one collection that holds a variable asked for, reaches `box` (the call's place; None:
-    unknown, then every holder counts), covers the years asked for and is read by the same tools as
-    the collection called (`scenes`); None when there is not exactly one. A call on a collection
-    without the variable is then run on it instead."""
+    unknown, then every holder counts), covers the years asked for and is read by the call's kind of
+    tool (`scenes`: a band-math call, read by the scene tools); None when there is not exactly one. A
+    call on a collection without the variable is then run on it instead."""
     years = asked_years(question)
     fitting = {
         c.id: c
         for variable, _ in asked_variables(question)
-        for c in catalog.holders(variable)
+        for c in catalog.holders(variable, band_math=scenes)
         if c.scenes == scenes and (box is None or c.reaches(box)) and (not years or any(c.covers(y) for y in years))
     }
+
     return next(iter(fitting.values())) if len(fitting) == 1 else None
 
 

@@ -29,7 +29,8 @@ class OrchestratorSettings(ServiceSettings):
     llm_model: str = "qwen2.5-coder:1.5b"
     llm_api_key: SecretStr | None = None
     # Context window asked of Ollama (`num_ctx`) and the budget of the context guard.
-    llm_num_ctx: int = Field(default=8192, ge=512)
+    # 16k: the system prompt and every tool's schema (26 tools) take about 7k tokens before any result.
+    llm_num_ctx: int = Field(default=16384, ge=512)
     # Tokens kept free for the answer when checking the context length.
     llm_max_output_tokens: int = Field(default=1024, ge=16)
     llm_keep_alive: str = "30m"

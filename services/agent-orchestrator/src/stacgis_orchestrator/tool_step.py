@@ -181,13 +181,12 @@ class ToolStep:
         if not self.settings.premise_check or call.arguments_error is not None or not isinstance(asked, str):
             return call
         catalog = self.found.catalog
-        lacking = call_gap(self.run.message, catalog, asked) is not None
+        # A call with an expression computes band math (the scene tools); the others read stored bands.
+        band_math = "expression" in call.arguments
+        lacking = call_gap(self.run.message, catalog, asked, band_math) is not None
         if not lacking and not misses_years(self.run.message, catalog, asked):
             return call
-        called = catalog.collections.get(asked)
-        sole = sole_holder(
-            self.run.message, catalog, self._call_area(call.arguments), scenes=called is not None and called.scenes
-        )
+        sole = sole_holder(self.run.message, catalog, self._call_area(call.arguments), scenes=band_math)
         if sole is None or sole.id == asked:
             return call
         self.context.note(f"{asked} does not hold the data asked for; running {call.name} on {sole.id}.\n")
@@ -206,7 +205,12 @@ class ToolStep:
         if prepared.error is None and self.settings.premise_check:
             # A collection that holds none of the variables asked for, where several others do (one
             # would have replaced it in `_settle_collection`), is refused naming them.
-            gap = call_gap(self.run.message, self.found.catalog, prepared.arguments.get("collection_id"))
+            gap = call_gap(
+                self.run.message,
+                self.found.catalog,
+                prepared.arguments.get("collection_id"),
+                "expression" in prepared.arguments,
+            )
             if gap is not None:
                 metrics.PREMISE_GAPS.labels("call").inc()
                 prepared.error = f"Invalid arguments for {call.name}: {gap}"
