@@ -566,6 +566,21 @@ def test_a_scene_collection_with_red_and_nir_holds_ndvi_for_the_scene_tools_only
         assert refused is not None and "olinda-ndvi" in refused and "olinda-scenes," not in refused
     assert sole_holder(question, catalog, None).id == "olinda-ndvi"  # type: ignore[union-attr]
     assert sole_holder(question, catalog, None, scenes=True).id == "olinda-scenes"  # type: ignore[union-attr]
+    # A single-file tool's call on a scene collection of a variable goes to the single-file collection.
+    cube = Catalog.from_resource(
+        json.dumps(
+            {
+                "collections": [
+                    {"id": "temp-1999", "title": "Temperature 1999", "keywords": ["temperature"]},
+                    {"id": "cube-1999", "title": "Temperature cube", "keywords": ["temperature"], "kind": "data cube"},
+                ]
+            }
+        )
+    )
+    asked = "What was the temperature in July 1999?"
+    assert call_gap(asked, cube, "cube-1999", band_math=True) is None
+    assert "temp-1999" in (call_gap(asked, cube, "cube-1999") or "")
+    assert sole_holder(asked, cube, None).id == "temp-1999"  # type: ignore[union-attr]
     # A band-math call on a collection without NDVI is pointed at the scenes, which derive it.
     refused = call_gap(question, catalog, "olinda", band_math=True)
     assert refused is not None and "collections with ndvi: olinda-scenes" in refused

@@ -89,6 +89,11 @@ class Collection:
         return box[0] <= e and w <= box[2] and box[1] <= n and s <= box[3]
 
     def holds(self, variable: str, band_math: bool = True) -> bool:
+        """Whether a call of this kind can answer `variable` here. A scene collection answers band-math
+        calls only: the single-file tools go to the single-file collection of the same data (the demo's
+        tiles and cube repeat the monthly grids, and a small model mixes them up)."""
+        if self.scenes and not band_math:
+            return False
         return variable in self.variables or (band_math and variable in self.derived)
 
     def covers(self, year: int) -> bool:
