@@ -309,6 +309,10 @@ async def test_several_collections_at_one_point(raster_service: str) -> None:
 async def test_timeseries_of_1999_has_12_monthly_points(raster_service: str) -> None:
     async with connect(raster_service) as mcp:
         result = await call(mcp, "get_timeseries", collection_id="bcsd-temperature-1999", lon=-83.5, lat=35.6)
+        named = await call(
+            mcp, "get_timeseries", collection_id="bcsd-temperature-1999", lon=-83.5, lat=35.6, band="temperature"
+        )
+        assert named["points"] == result["points"]  # the quantity written as the band means its one band
         expected = netcdf_series("tas", -83.5, 35.6)
         assert result["count"] == 12
         assert [p["value"] for p in result["points"]] == pytest.approx(expected, rel=1e-6)

@@ -226,8 +226,11 @@ class RasterService:
             for info in record.bands:
                 if info.name.lower() == band.lower():
                     return info
-            # A class written as the band ("forest" for the share of Evergreen Forest): the band holding it.
             wanted = band.strip().lower()
+            # The quantity written as the band ("temperature" for tas) of a one-band collection about it.
+            if len(record.bands) == 1 and wanted in {k.lower() for k in record.keywords}:
+                return record.bands[0]
+            # A class written as the band ("forest" for the share of Evergreen Forest): the band holding it.
             for info in record.bands:
                 if wanted and any(wanted in name.lower() for name in (info.classes or {}).values()):
                     return info
