@@ -348,3 +348,19 @@ async def test_the_point_tool_reads_every_asset_of_scenes_and_every_variable_of_
     assert latest["results"][0]["time"].startswith("1999-12")
     assert list(tiles["results"][0]["values"].values()) == bands
     assert "'lon'" in outside and "no item" in outside
+
+
+async def test_every_scene_collection_has_a_default_map_view(api_backed_service: str) -> None:
+    """Without parameters a scene layer shows what its render extension says (NDVI for the Landsat
+    tiles, precipitation for the climate tiles and cube)."""
+    import httpx
+    import morecantile
+
+    async with httpx.AsyncClient(base_url=api_backed_service, timeout=60) as http:
+        for collection_id in (LANDSAT, CLIMATE, CUBE):
+            tilejson = await http.get(f"/tiles/{collection_id}/tilejson.json")
+            assert tilejson.status_code == 200, (collection_id, tilejson.text)
+        body = (await http.get(f"/tiles/{CUBE}/tilejson.json")).json()
+        tile = morecantile.tms.get("WebMercatorQuad").tile(-80.0, 36.0, body["minzoom"])
+        png = await http.get(f"/tiles/{CUBE}/{tile.z}/{tile.x}/{tile.y}.png")
+    assert png.status_code == 200 and "x-tile-note" not in png.headers, png.headers

@@ -4,7 +4,7 @@
 searches the items under the tile (at most RASTER_SCENE_TILE_MAX_ITEMS; more answers a transparent
 tile asking to zoom in), warps the assets the expression reads onto the tile's grid in a read
 worker (least cloudy item first, newest date first), and colours the result. Without parameters
-a collection with red and nir bands shows NDVI; other expressions need their `rescale`.
+the collection's render extension says what to show (else NDVI); other expressions need `rescale`.
 """
 
 from __future__ import annotations
@@ -38,10 +38,13 @@ class SceneRender:
 
 
 def scene_render(record: CollectionRecord, params: Any) -> SceneRender:
-    """Expression, display range and colours from the query, with NDVI as the default view."""
-    text = params.get("expression") or "ndvi"
+    """Expression, display range and colours from the query, else from the collection's render
+    extension (`renders.default`: expression, rescale, colormap_name), else NDVI."""
+    default = record.render or {}
+    text = params.get("expression") or default.get("expression") or "ndvi"
     parsed = expressions.parse(text, record.asset_bands, record.id)
     index = text.strip().lower() in expressions.INDICES
+    rendered = text == default.get("expression") and default.get("rescale")
     if params.get("rescale"):
         try:
             low, high = (float(v) for v in params["rescale"].split(","))
@@ -49,11 +52,14 @@ def scene_render(record: CollectionRecord, params: Any) -> SceneRender:
             raise ArgumentError("rescale", "expected 'min,max', e.g. rescale=-1,1") from exc
         if not low < high:
             raise ArgumentError("rescale", "min must be below max")
+    elif rendered:
+        low, high = (float(v) for v in default["rescale"][0])
     elif index:
         low, high = -1.0, 1.0
     else:
         raise ArgumentError("rescale", f"give rescale=min,max for '{text}' (indices default to -1,1)")
-    name = (params.get("colormap_name") or ("rdylgn" if index else "viridis")).lower()
+    fallback = default.get("colormap_name") if rendered else None
+    name = (params.get("colormap_name") or fallback or ("rdylgn" if index else "viridis")).lower()
     if name not in cmap.list():
         raise ArgumentError("colormap_name", f"unknown colormap '{name}', e.g. rdylgn, viridis, blues")
     return SceneRender(parsed, (low, high), cmap.get(name))

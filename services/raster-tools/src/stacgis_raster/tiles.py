@@ -565,8 +565,9 @@ def tile_routes(service: RasterService) -> list[Route]:
                 # Bad parameters are rejected here already; zooms from one item's asset and the whole extent.
                 options = scene_render(record, request.query_params)
                 items = await service.items(record, None, None, 1)
-                first = items[0]
-                href = await service.run(service.asset_href, first.assets[options.expression.assets[0]], record.id)
+                key = options.expression.assets[0]
+                (first,) = await service.run(scene_items, service.asset_href, record, items[:1], [key])
+                href = first.source(key)[0]  # a cube's variable opens as driver:path:variable
             else:
                 render_options(record, request.query_params)  # reject bad parameters here already
                 href = await pick_item(record, request.query_params)

@@ -14,7 +14,7 @@ from stacgis_raster.demo_data.sources import ALL_PACKAGES, PackageCache
 from stacgis_raster.demo_data.stac_build import write_catalog
 
 # Bump when the output of the builder changes, so existing builds are redone.
-BUILDER_VERSION = 7
+BUILDER_VERSION = 8
 STAMP_NAME = "build-info.json"
 
 

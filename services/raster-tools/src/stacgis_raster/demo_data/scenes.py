@@ -29,6 +29,8 @@ from stacgis_raster.stac_fields import EO_EXT, PROVENANCE_FIELD, TIME_RESOLVED_F
 PROJ_EXT = "https://stac-extensions.github.io/projection/v2.0.0/schema.json"
 RASTER_EXT = "https://stac-extensions.github.io/raster/v1.1.0/schema.json"
 DATACUBE_EXT = "https://stac-extensions.github.io/datacube/v2.2.0/schema.json"
+# The climate tiles' and cube's default map view: precipitation on the monthly collection's scale.
+PRECIPITATION_RENDER: dict[str, Any] = {"expression": "pr", "rescale": [[0, 250]], "colormap_name": "blues"}
 # Band 1 digital numbers at or above this are bright, cloud-like pixels (about 1 % of the scene).
 BRIGHT_BLUE_DN = 120
 
@@ -182,7 +184,7 @@ class SceneWriter:
             ),
         )
 
-    def collection(self, *, summaries: dict[str, Any] | None = None) -> pystac.Collection:
+    def collection(self, render: dict[str, Any], *, summaries: dict[str, Any] | None = None) -> pystac.Collection:
         spec = self.spec
         boxes = np.array([i.bbox for i in self.items])
         bbox = [float(boxes[:, 0].min()), float(boxes[:, 1].min()), float(boxes[:, 2].max()), float(boxes[:, 3].max())]
@@ -202,6 +204,8 @@ class SceneWriter:
             providers=[pystac.Provider.from_dict(p) for p in spec.providers],
             extra_fields={
                 TIME_RESOLVED_FIELD: spec.time_resolved,
+                # The render extension's default view: tiles and TileJSON use it without parameters.
+                "renders": {"default": {"title": spec.title, **render}},
                 PROVENANCE_FIELD: {
                     "sources": [s.provenance() for s in spec.sources],
                     "derived_from": spec.derived_from,
@@ -277,7 +281,10 @@ def landsat_tiles(
             cloud_mask=data[0] >= BRIGHT_BLUE_DN,
         )
     clouds = [float(i.properties["eo:cloud_cover"]) for i in writer.items]
-    collection = writer.collection(summaries={"eo:cloud_cover": {"minimum": min(clouds), "maximum": max(clouds)}})
+    collection = writer.collection(
+        {"expression": "ndvi", "rescale": [[-1, 1]], "colormap_name": "rdylgn"},
+        summaries={"eo:cloud_cover": {"minimum": min(clouds), "maximum": max(clouds)}},
+    )
     return collection, writer.cogs
 
 
@@ -327,7 +334,7 @@ def climate_tiles(
                 start=pr_month.start,
                 end=pr_month.end,
             )
-    return writer.collection(), writer.cogs
+    return writer.collection(PRECIPITATION_RENDER), writer.cogs
 
 
 def _cube_dimensions(transform: Affine, width: int, height: int, times: list[dt.datetime]) -> dict[str, Any]:
@@ -399,6 +406,7 @@ def climate_cube(
         providers=[pystac.Provider.from_dict(p) for p in precipitation.providers],
         extra_fields={
             TIME_RESOLVED_FIELD: True,
+            "renders": {"default": {"title": "Precipitation", **PRECIPITATION_RENDER}},
             "cube:dimensions": dimensions,
             "cube:variables": variables,
             PROVENANCE_FIELD: {
