@@ -45,29 +45,13 @@ async def test_search_filters_by_area_and_cloud_cover_sorts_and_pages(api_backed
     )
     assert 5 < len(expected) < len(items)
     async with connect(api_backed_service) as mcp:
-        first = await call(
-            mcp,
-            "search_items",
-            collection_id=LANDSAT,
-            bbox=OLINDA_BOX,
-            max_cloud_cover=limit_cover,
-            sortby="cloud_cover",
-            limit=5,
-        )
+        query = {"collection_id": LANDSAT, "bbox": OLINDA_BOX, "max_cloud_cover": limit_cover, "sortby": "cloud_cover"}
+        first = await call(mcp, "search_items", limit=5, **query)
         assert first["count"] == len(expected)
         assert first["pages"] == -(-len(expected) // 5) and first["next_page"] == 2
         assert [i["id"] for i in first["items"]] == [i.id for i in expected[:5]]
         assert first["items"][0]["assets"] == ["blue", "green", "red", "nir", "swir16", "swir22"]
-        second = await call(
-            mcp,
-            "search_items",
-            collection_id=LANDSAT,
-            bbox=OLINDA_BOX,
-            max_cloud_cover=limit_cover,
-            sortby="cloud_cover",
-            limit=5,
-            page=2,
-        )
+        second = await call(mcp, "search_items", limit=5, page=2, **query)
         assert [i["id"] for i in second["items"]] == [i.id for i in expected[5:10]]
         # A period: months of the climate collection, each with its tiles.
         spring = await call(mcp, "search_items", collection_id=CLIMATE, datetime="1999-03/1999-05", limit=100)

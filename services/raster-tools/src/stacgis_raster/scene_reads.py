@@ -41,6 +41,7 @@ class SceneItem:
     band: int = 1
     # The item's cloud mask (href) and its class values to leave out.
     mask: tuple[str, tuple[int, ...]] | None = None
+    bbox: tuple[float, float, float, float] | None = None  # WGS 84, from the STAC item
 
     def source(self, key: str) -> tuple[str, int]:
         """What to open for asset `key`, and which band of it."""
@@ -128,9 +129,13 @@ def _read_asset(
 def _item_part(item: SceneItem, plan: rasterops.ReadPlan) -> tuple[slice, slice, rasterops.ReadPlan] | None:
     """The rows and columns of the output grid an item covers, and the plan reading just those: an
     item is read over its own footprint, not the whole area, so a mosaic costs what its items hold."""
-    href, _ = item.source(next(iter(item.hrefs)))
-    with rasterio.open(href) as ds:
-        bounds = transform_bounds(ds.crs or rasterops.WGS84, plan.crs, *ds.bounds, densify_pts=21)
+    if item.bbox is not None:
+        # The item's own WGS 84 box: no extra open of its file (pixels outside the footprint are masked).
+        bounds = transform_bounds(rasterops.WGS84, plan.crs, *item.bbox, densify_pts=21)
+    else:
+        href, _ = item.source(next(iter(item.hrefs)))
+        with rasterio.open(href) as ds:
+            bounds = transform_bounds(ds.crs or rasterops.WGS84, plan.crs, *ds.bounds, densify_pts=21)
     height, width = plan.out_shape
     window = from_bounds(*bounds, transform=plan.transform)
     row0, col0 = max(0, math.floor(window.row_off)), max(0, math.floor(window.col_off))

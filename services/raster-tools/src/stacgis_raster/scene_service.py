@@ -97,7 +97,15 @@ def scene_items(
                 mask = (asset_href(mask_href, item.collection_id), values)
         out.append(
             scene_reads.SceneItem(
-                item.id, item.time_label() or "", hrefs, item.cloud_cover, scaling, item.cube_driver, item.band, mask
+                item.id,
+                item.time_label() or "",
+                hrefs,
+                item.cloud_cover,
+                scaling,
+                item.cube_driver,
+                item.band,
+                mask,
+                item.bbox if item.bbox and len(item.bbox) == 4 else None,
             )
         )
     return out
