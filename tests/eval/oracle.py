@@ -13,6 +13,7 @@ import calendar
 import datetime as dt
 import json
 import math
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -26,6 +27,7 @@ from exactextract import exact_extract
 from exactextract.raster import RasterioRasterSource
 from pyproj import Transformer
 from rasterio.crs import CRS
+from rasterio.io import MemoryFile
 from rasterio.windows import Window
 from shapely.geometry import box, mapping
 from shapely.geometry.base import BaseGeometry
@@ -53,6 +55,8 @@ class Item:
     href: Path
     start: dt.datetime | None
     end: dt.datetime | None
+    bbox: tuple[float, ...] | None = None
+    properties: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
 
 @dataclass
@@ -144,7 +148,8 @@ class Catalog:
             props = item.get("properties", {})
             start = _time(props.get("start_datetime") or props.get("datetime"))
             end = _time(props.get("end_datetime") or props.get("datetime"))
-            items.append(Item(item["id"], (item_path.parent / asset["href"]).resolve(), start, end))
+            bbox = tuple(float(v) for v in item["bbox"]) if item.get("bbox") else None
+            items.append(Item(item["id"], (item_path.parent / asset["href"]).resolve(), start, end, bbox, props))
             if not bands:
                 for index, band in enumerate(asset.get("raster:bands", []), start=1):
                     classes: dict[int, str] = {}
@@ -255,6 +260,35 @@ def zonal_sample(href: Path, band: int, geometry: BaseGeometry) -> tuple[np.ndar
     return values[keep], weights[keep]
 
 
+COMPOSITES: dict[str, Callable[..., np.ndarray]] = {
+    "mean": np.nanmean,
+    "median": np.nanmedian,
+    "max": np.nanmax,
+    "min": np.nanmin,
+}
+
+
+def composite_sample(hrefs: list[Path], band: int, geometry: BaseGeometry, how: str) -> tuple[np.ndarray, np.ndarray]:
+    """`zonal_sample` of the per-cell composite of items on one grid (no-data left out per cell)."""
+    if how not in COMPOSITES:
+        raise OracleError(f"unknown composite {how!r} (known: {sorted(COMPOSITES)})")
+    stack = []
+    for href in hrefs:
+        with rasterio.open(href) as ds:
+            profile = ds.profile
+            stack.append(ds.read(band, masked=True).astype("float64").filled(np.nan))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN cells stay NaN (no-data)
+        data = COMPOSITES[how](np.stack(stack), axis=0)
+    profile.update(count=1, dtype="float64", nodata=np.nan, driver="GTiff")
+    profile.pop("blockxsize", None)
+    profile.pop("blockysize", None)
+    with MemoryFile() as memory:
+        with memory.open(**profile) as out:
+            out.write(data, 1)
+        return zonal_sample(Path(memory.name), 1, geometry)
+
+
 def point_value(href: Path, band: int, lon: float, lat: float) -> float | None:
     """The cell value under a point; None outside the grid or on no-data."""
     with rasterio.open(href) as ds:
@@ -331,6 +365,14 @@ class Oracle:
         geometry, where = self._area(spec)
         items = self.catalog.items(collection, spec.get("datetime"))
         stat = spec.get("stat", "mean")
+        if "composite" in spec:
+            # A temporal composite (per cell over the period's items), then its area-weighted mean.
+            how = str(spec["composite"])
+            values, weights = composite_sample([i.href for i in items], band.index, geometry, how)
+            if weights.sum() <= 0:
+                raise OracleError(f"{collection.id}: no valid cell under {where}")
+            value = float(np.average(values, weights=weights))
+            return Expected(value, band.unit, detail=f"mean of the {how} composite of {len(items)} items over {where}")
         if stat == "mean":
             value = self._area_mean(collection, band, items, geometry)
             return Expected(value, band.unit, detail=f"area-weighted mean of {collection.id} over {where}")
@@ -382,27 +424,37 @@ class Oracle:
             self.catalog.items(collection, period) if period else [i for i in collection.items if i.start is not None]
         )
         series = [(item, point_value(item.href, band.index, lon, lat)) for item in items]
-        valid = [(item, v) for item, v in series if v is not None]
-        if not valid:
-            raise OracleError(f"{collection.id} has no value at {where}")
-        reduce = spec.get("reduce", "mean")
-        values = [v for _, v in valid]
-        if reduce in ("mean", "min", "max", "sum"):
-            reducers: dict[str, Callable[[list[float]], Any]] = {
-                "mean": np.mean,
-                "min": np.min,
-                "max": np.max,
-                "sum": np.sum,
-            }
-            value = float(reducers[reduce](values))
-            return Expected(value, band.unit, detail=f"{reduce} of {len(values)} steps of {collection.id} at {where}")
-        if reduce in ("argmax", "argmin"):
-            pick = max if reduce == "argmax" else min
-            item, _ = pick(valid, key=lambda pair: pair[1])
-            assert item.start is not None
-            month = calendar.month_name[item.start.month]
-            return Expected(month, None, terms=(month,), detail=f"{reduce} month of {collection.id} at {where}")
-        raise OracleError(f"unknown reduce {reduce!r}")
+        return _reduced(collection, band, series, str(spec.get("reduce", "mean")), where)
+
+    def op_area_series(self, spec: dict[str, Any]) -> Expected:
+        """A reduction of the series of area-weighted means, one per time step."""
+        collection = self.catalog.collection(spec["collection"])
+        band = collection.band(spec.get("band"))
+        geometry, where = self._area(spec)
+        period = spec.get("period")
+        items = (
+            self.catalog.items(collection, period) if period else [i for i in collection.items if i.start is not None]
+        )
+        series: list[tuple[Item, float | None]] = []
+        for item in items:
+            values, weights = zonal_sample(item.href, band.index, geometry)
+            series.append((item, float(np.average(values, weights=weights)) if weights.sum() > 0 else None))
+        return _reduced(collection, band, series, str(spec.get("reduce", "mean")), where)
+
+    def op_scene_count(self, spec: dict[str, Any]) -> Expected:
+        """Items of a scene collection whose footprint box meets the area (and period), with at most
+        `max_cloud_cover` % cloud: what an item search with those filters counts."""
+        collection = self.catalog.collection(spec["collection"])
+        geometry, where = self._area(spec)
+        items = self.catalog.items(collection, spec["datetime"]) if "datetime" in spec else collection.items
+        found = [i for i in items if i.bbox is not None and box(*i.bbox).intersects(geometry)]
+        if "max_cloud_cover" in spec:
+            limit = float(spec["max_cloud_cover"])
+            cover = [i.properties.get("eo:cloud_cover") for i in found]
+            found = [i for i, c in zip(found, cover, strict=True) if c is not None and float(c) <= limit]
+        if not found:
+            raise OracleError(f"no item of {collection.id} matches {where}: the task would ask for nothing")
+        return Expected(float(len(found)), None, detail=f"items of {collection.id} over {where}")
 
     def op_change(self, spec: dict[str, Any]) -> Expected:
         collection = self.catalog.collection(spec["collection"])
@@ -519,3 +571,31 @@ class Oracle:
         if any(wanted in f"{b.name} {b.unit or ''}".lower() for b in collection.bands):
             raise OracleError(f"{collection.id} has a band {spec['band']!r}")
         return Expected(detail=f"{collection.id} bands: {[b.name for b in collection.bands]}")
+
+
+def _reduced(
+    collection: Collection, band: Band, series: list[tuple[Item, float | None]], reduce: str, where: str
+) -> Expected:
+    """One figure of a time series: its mean/min/max/sum, or the month of its highest/lowest value."""
+    valid = [(item, v) for item, v in series if v is not None]
+    if not valid:
+        raise OracleError(f"{collection.id} has no value at {where}")
+    values = [v for _, v in valid]
+    if reduce in ("mean", "min", "max", "sum"):
+        reducers: dict[str, Callable[[list[float]], Any]] = {
+            "mean": np.mean,
+            "min": np.min,
+            "max": np.max,
+            "sum": np.sum,
+        }
+        value = float(reducers[reduce](values))
+        return Expected(value, band.unit, detail=f"{reduce} of {len(values)} steps of {collection.id} at {where}")
+    if reduce in ("argmax", "argmin"):
+        pick = max if reduce == "argmax" else min
+        item, _ = pick(valid, key=lambda pair: pair[1])
+        assert item.start is not None
+        month = calendar.month_name[item.start.month]
+        # The month by name or as the ISO date a series result gives ("1999-07").
+        spelled = f"{month}|{item.start:%Y-%m}"
+        return Expected(month, None, terms=(spelled,), detail=f"{reduce} month of {collection.id} at {where}")
+    raise OracleError(f"unknown reduce {reduce!r}")

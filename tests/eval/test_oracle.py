@@ -168,6 +168,50 @@ def test_time_steps_and_change_between_periods(oracle: Oracle) -> None:
     assert oracle.compute({"op": "item_count", "collection": "test-rain"}).value == 3.0
 
 
+def test_temporal_composites_and_series_of_area_means(oracle: Oracle) -> None:
+    spec = {"op": "zonal", "collection": "test-rain", "bbox": [13, 46, 14, 48], "datetime": "1999"}
+    weights = cell_weights(range(2, 4))  # the wet July cell in row 2, an ordinary one in row 3
+    per_cell = {"max": [500.0, 70.0], "min": [10.0, 10.0], "median": [20.0, 20.0], "mean": [530 / 3, 100 / 3]}
+    for how, cells in per_cell.items():
+        direct = float((np.array(cells) * weights).sum() / weights.sum())
+        assert oracle.compute({**spec, "composite": how}).value == pytest.approx(direct, rel=1e-6), how
+    with pytest.raises(OracleError, match="composite"):
+        oracle.compute({**spec, "composite": "mode"})
+    series = {"op": "area_series", "collection": "test-rain", "bbox": [13, 46, 14, 48]}
+    wettest = oracle.compute({**series, "reduce": "argmax"})
+    assert wettest.value == "July" and wettest.terms == ("July|1999-07",)
+    assert oracle.compute({**series, "reduce": "argmin"}).value == "January"
+    july = float((np.array([500.0, 70.0]) * weights).sum() / weights.sum())
+    assert oracle.compute({**series, "reduce": "max"}).value == pytest.approx(july, rel=1e-6)
+
+
+def test_scene_count_is_what_an_item_search_with_a_cloud_filter_finds(tmp_path: Path) -> None:
+    # Four tiles of one degree in a row, with their cloud cover; the box meets the middle two.
+    stac = tmp_path / "stac"
+    root = stac / "tiles"
+    links = []
+    for index, cloud in enumerate([1.0, 5.0, 0.5, 0.0]):
+        item = {
+            "type": "Feature",
+            "id": f"tile-{index}",
+            "bbox": [10 + index, 40, 11 + index, 41],
+            "properties": {"datetime": "2020-01-01T00:00:00Z", "eo:cloud_cover": cloud},
+            "assets": {"red": {"href": "./red.tif"}},
+            "links": [],
+        }
+        (root / item["id"]).mkdir(parents=True)
+        (root / item["id"] / "item.json").write_text(json.dumps(item))
+        links.append({"rel": "item", "href": f"./{item['id']}/item.json"})
+    (root / "collection.json").write_text(json.dumps({"id": "tiles", "links": links}))
+    (stac / "catalog.json").write_text(json.dumps({"links": [{"rel": "child", "href": "./tiles/collection.json"}]}))
+    oracle = Oracle(tmp_path, tmp_path / "cache", tmp_path)
+    spec = {"op": "scene_count", "collection": "tiles", "bbox": [11.5, 40.2, 12.5, 40.8]}
+    assert oracle.compute(spec).value == 2.0
+    assert oracle.compute({**spec, "max_cloud_cover": 2}).value == 1.0
+    with pytest.raises(OracleError, match="ask for nothing"):
+        oracle.compute({**spec, "max_cloud_cover": 0.1})
+
+
 def test_class_shares_and_names(oracle: Oracle) -> None:
     # Columns 0-1 are land, so a box over columns 0-3 is half land.
     share = oracle.compute(

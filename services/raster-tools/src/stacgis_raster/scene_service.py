@@ -339,15 +339,19 @@ class SceneService:
         done = await self.raster.read(scene_reads.scene_series, self.raster.limits, read_items, area, parsed.formula)
         result = self._common(record, parsed, area, place_info, capped)
         series = done["series"]
-        means = [p["mean"] for p in series if p["mean"] is not None]
+        steps = [p for p in series if p["mean"] is not None]
         result["items"] = {"matched": len(items)}
         result["series"] = series
-        if means:
+        if steps:
+            # Lowest and highest with their dates, as `get_timeseries` gives them: "which month was
+            # wettest" is then read, not worked out by the model.
+            low = min(steps, key=lambda p: p["mean"])
+            high = max(steps, key=lambda p: p["mean"])
             result["summary"] = {
                 "steps": len(series),
-                "min": min(means),
-                "max": max(means),
-                "mean": round(sum(means) / len(means), 6),
+                "min": {"value": low["mean"], "date": low["date"]},
+                "max": {"value": high["mean"], "date": high["date"]},
+                "mean": round(sum(p["mean"] for p in steps) / len(steps), 6),
             }
         result.update(_read_figures(done))
         return result
