@@ -74,6 +74,36 @@ test("visualize_collection adds a raster layer whose tiles load, with a legend",
   await screenshot(page, "map-raster-layer");
 });
 
+test("a scene collection shows as a mosaic through the agent's expression, with a legend", async ({ page, request }) => {
+  const token = uniqueToken("scenes");
+  // Centred on Olinda close enough for the layer's minzoom (few scenes per tile).
+  const call = {
+    name: "visualize_collection",
+    arguments: { collection_id: "landsat7-olinda-scenes", expression: "ndwi", lat: -8.0, lon: -34.88, zoom: 14 },
+  };
+  await addRules(request, toolThenAnswer(token, call, "The water index of the Landsat scenes is on the map."));
+  await openApp(page);
+  const tiles: { url: string; status: number; type: string | null }[] = [];
+  page.on("response", (resp) => {
+    if (/\/tiles\/landsat7-olinda-scenes\/\d+\/\d+\/\d+\.png/.test(resp.url())) {
+      tiles.push({ url: resp.url(), status: resp.status(), type: resp.headers()["content-type"] ?? null });
+    }
+  });
+
+  await send(page, `Show the water index of the Olinda scenes ${token}`);
+  await waitForAnswer(page);
+  await page.waitForFunction(() => Boolean(window.__stacgisMap?.getLayer("raster:landsat7-olinda-scenes")));
+  await expect.poll(() => tiles.filter((t) => t.status === 200).length, { timeout: 45_000 }).toBeGreaterThan(0);
+  // Every tile is a PNG of the mosaic through the expression the agent chose, not the default NDVI.
+  expect(tiles.every((t) => t.status === 200 && t.type === "image/png"), JSON.stringify(tiles)).toBe(true);
+  expect(tiles.every((t) => new URL(t.url).searchParams.get("expression") === "ndwi")).toBe(true);
+  await page.waitForFunction(() => window.__stacgisMap!.isSourceLoaded("raster:landsat7-olinda-scenes"));
+  const legend = page.getByRole("region", { name: "Map legend" });
+  await expect(legend.locator("[data-collection=landsat7-olinda-scenes]")).toBeVisible();
+  await page.waitForTimeout(500);
+  await screenshot(page, "map-scene-mosaic");
+});
+
 test("generate_chart draws a chart in the conversation", async ({ page, request }) => {
   const token = uniqueToken("chart");
   // The model describes the chart; the orchestrator turns it into a Chart.js config.

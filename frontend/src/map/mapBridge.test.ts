@@ -142,6 +142,34 @@ describe("map bridge", () => {
     expect(map.calls).toContain("fitBounds:[[5.7,49.4],[6.6,50.2]]:14");
   });
 
+  it("visualize_collection asks a scene collection for the agent's expression and period", async () => {
+    const map = new FakeMap();
+    const e = env(map);
+    await applyFrontendTool(
+      "visualize_collection",
+      { collection_id: "landsat7-olinda-scenes", expression: " (nir08 - red) / (nir08 + red) ", datetime: "2000-01" },
+      e,
+    );
+    const asked = new URL((e.fetchJson as ReturnType<typeof vi.fn>).mock.calls[0][0] as string);
+    expect(asked.pathname).toBe("/tiles/landsat7-olinda-scenes/tilejson.json");
+    expect(asked.searchParams.get("expression")).toBe("(nir08 - red) / (nir08 + red)");
+    expect(asked.searchParams.get("datetime")).toBe("2000-01");
+  });
+
+  it("visualize_collection refuses an expression the tile server could not take, naming the field", async () => {
+    const map = new FakeMap();
+    const e = env(map);
+    const result = await applyFrontendTool(
+      "visualize_collection",
+      { collection_id: "landsat7-olinda-scenes", expression: "red; drop" },
+      e,
+    );
+    expect(result.ok).toBe(false);
+    expect(result.message).toMatch(/^expression /);
+    expect(e.fetchJson).not.toHaveBeenCalled();
+    expect(map.sources.size).toBe(0);
+  });
+
   it("visualize_collection does not move a map already looking at the data", async () => {
     const map = new FakeMap();
     map.center = { lng: 6.1, lat: 49.7 };

@@ -160,6 +160,19 @@ export function needsFit(view: [number, number, number, number], data: [number, 
   return small;
 }
 
+// What the tile server's expression grammar and periods can hold (raster-tools expressions.py).
+const EXPRESSION = /^[A-Za-z0-9_ .+*/()-]{1,200}$/;
+const DATETIME = /^[0-9TZ:/.-]{1,64}$/;
+
+function optionalText(args: JsonObject, key: string, allowed: RegExp): string | null {
+  const value = args[key];
+  if (value === undefined || value === null) return null;
+  if (typeof value !== "string" || !allowed.test(value.trim())) {
+    throw new BridgeError(`${key} is not a valid ${key}: ${JSON.stringify(value)}`);
+  }
+  return value.trim();
+}
+
 export function overlayId(collectionId: string): string {
   return `raster:${collectionId}`;
 }
@@ -174,10 +187,15 @@ async function visualize(args: JsonObject, env: BridgeEnv): Promise<BridgeResult
     throw new BridgeError(`colormap must be a colormap name, got ${JSON.stringify(colormap)}`);
   }
   const rescale = rescaleParam(args.rescale);
+  const expression = optionalText(args, "expression", EXPRESSION);
+  const datetime = optionalText(args, "datetime", DATETIME);
   const params = new URLSearchParams();
   // Tile server convention (titiler, raster-tools): a named colormap is `colormap_name`.
   if (typeof colormap === "string") params.set("colormap_name", colormap);
   if (rescale) params.set("rescale", rescale);
+  // Scene collections and cubes: the band math and the period the mosaic shows.
+  if (expression) params.set("expression", expression);
+  if (datetime) params.set("datetime", datetime);
   const query = params.toString();
   const tilejsonUrl = new URL(
     `/tiles/${encodeURIComponent(collectionId)}/tilejson.json${query ? `?${query}` : ""}`,

@@ -414,6 +414,21 @@ def test_map_style_urls_pass_only_for_the_hosts_a_deployment_allows() -> None:
     assert prepare_frontend_command("set_map_style", {"style": "satellite"}).arguments == {"style": "satellite"}
 
 
+def test_a_scene_layer_carries_the_expression_and_period_to_the_browser() -> None:
+    from stacgis_orchestrator.tools.frontend import FRONTEND_TOOLS, prepare_frontend_command
+    from stacgis_orchestrator.tools.validation import validate_arguments
+
+    ndvi = "(nir08 - red) / (nir08 + red)"
+    args = {"collection_id": "landsat7-olinda-scenes", "expression": ndvi, "datetime": "2000"}
+    command = prepare_frontend_command("visualize_collection", args)
+    assert command.arguments == args
+    assert "as (nir08 - red) / (nir08 + red)" in command.acknowledgement
+    schema = next(tool.input_schema for tool, _ in FRONTEND_TOOLS if tool.name == "visualize_collection")
+    assert validate_arguments(args, schema) == []
+    refused = validate_arguments({**args, "expression": "red; import os"}, schema)
+    assert refused and "expression" in refused[0]
+
+
 def test_a_place_gap_names_a_place_no_collection_of_the_variable_reaches_in_the_years_asked() -> None:
     from stacgis_orchestrator.premises import Catalog, place_gap
 

@@ -41,11 +41,16 @@ def _zoom(args: dict[str, Any]) -> FrontendCommand:
 
 
 def _visualize(args: dict[str, Any]) -> FrontendCommand:
-    ui: dict[str, Any] = {key: args[key] for key in ("collection_id", "colormap", "rescale") if key in args}
+    kept = ("collection_id", "colormap", "rescale", "expression", "datetime")
+    ui: dict[str, Any] = {key: args[key] for key in kept if key in args}
     rescale = args.get("rescale")
     if rescale is not None and rescale[0] >= rescale[1]:
         raise FrontendToolError("rescale: the first value (minimum) must be below the second (maximum)")
     shown = f"Collection {args['collection_id']} is now shown as a layer on the user's map"
+    if "expression" in args:
+        # The tile server parses the expression when the browser asks for tiles; a bad one shows as
+        # the layer's error there, so the model is told exactly what was asked for.
+        shown += f" as {args['expression']}"
     # A place name is replaced by its view (lat, lon, zoom) before this runs (tools/places.py).
     if "lat" in args and "lon" in args:
         ui.update({key: args[key] for key in ("place", "lat", "lon", "zoom") if key in args})
@@ -197,6 +202,19 @@ FRONTEND_TOOLS: list[tuple[RegisteredTool, Callable[[dict[str, Any]], FrontendCo
                         "description": "e.g. viridis, terrain",
                     },
                     "rescale": {**NUMBER_PAIR, "description": "[min, max] of the colours, in data units"},
+                    "expression": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 200,
+                        "pattern": "^[A-Za-z0-9_ .+*/()-]+$",
+                        "description": "Scene collections and cubes only: index or band math to show, e.g. ndvi, ndwi",
+                    },
+                    "datetime": {
+                        "type": "string",
+                        "maxLength": 64,
+                        "pattern": "^[0-9TZ:/.-]+$",
+                        "description": "Scene collections and cubes only: date or period, e.g. 1999-07",
+                    },
                     **view_properties("Optional place to centre the map on, e.g. 'Luxembourg'"),
                 },
                 "required": ["collection_id"],
