@@ -130,3 +130,41 @@ def test_services_connect_as_the_application_role_and_jobs_as_the_owner(renderer
         assert env["STACGIS_POSTGRES_PASSWORD"]["valueFrom"]["secretKeyRef"]["key"] == "password"
     sql = rendered.get("ConfigMap", f"{name_of('postgresql')}-roles")["data"]["app-role.sql"]
     assert "NOSUPERUSER" in sql and "ALTER DEFAULT PRIVILEGES" in sql
+
+
+def test_the_gateway_api_route_never_passes_a_clients_identity_header(
+    renderer: Renderer, chart: helm_python.Chart
+) -> None:
+    route_values = {
+        "ingress": {"enabled": False},
+        "httpRoute": {"enabled": True, "parentRefs": [{"name": "public", "namespace": "gateways"}]},
+    }
+
+    def removed(rendered: Rendered) -> dict[str, list[str]]:
+        (route,) = rendered.kinds("HTTPRoute")
+        out = {}
+        for rule in route["spec"]["rules"]:
+            names = [
+                name
+                for f in rule.get("filters", [])
+                if f["type"] == "RequestHeaderModifier"
+                for name in f["requestHeaderModifier"].get("remove", [])
+            ]
+            out[rule["matches"][0]["path"]["value"]] = sorted(names)
+        return out
+
+    identity = ["X-Auth-Request-User", "X-Forwarded-User"]
+    # Cookie mode: whatever a client sends as an identity header is dropped before the gateway.
+    plain = removed(renderer.render(route_values))
+    assert plain["/api"] == identity and plain["/mcp"] == identity
+    # Trusted-header mode: only the Gateway's auth policy can set the header, so the chart asks the
+    # operator to say it does, and then leaves /api's headers to it (outside MCP clients never need one).
+    trusted = {
+        **route_values,
+        "gateway": {"auth": {**TRUSTED_HEADER["gateway"]["auth"], "trustedUserHeader": "X-Email"}},
+    }
+    with pytest.raises(helm_python.HelmError, match=r"httpRoute\.identityHeadersFromGateway"):
+        chart.render(values=trusted, name="demo", namespace="stacgis")
+    trusted["httpRoute"] = {**route_values["httpRoute"], "identityHeadersFromGateway": True}
+    acknowledged = removed(renderer.render(trusted))
+    assert acknowledged["/api"] == [] and acknowledged["/mcp"] == sorted([*identity, "X-Email"])
