@@ -274,7 +274,7 @@ export class FakeGateway {
     if (method === "GET" && point) {
       const id = decodeURIComponent(point[1]);
       this.pointRequests.push(req.url ?? path);
-      if (!this.layers.has(id)) return json(res, 404, { error: `no collection '${id}'`, code: "not_found", parameter: "collection_id" });
+      if (!this.layers.has(id)) return json(res, 404, { field: "collection_id", message: `collection_id: no collection '${id}'`, code: "not_found" });
       const query = new URL(req.url ?? path, "http://localhost").searchParams;
       const lon = Number(query.get("lon"));
       const lat = Number(query.get("lat"));

@@ -102,7 +102,7 @@ for (const { name, size } of VIEWPORTS) {
       await expect(panel).toHaveCount(0);
 
       // A read past its deadline: a polite message, no crash.
-      gateway.points.set("luxembourg-dem", { status: 504, error: "the value at the point took longer than 20 s", code: "deadline_exceeded" });
+      gateway.points.set("luxembourg-dem", { status: 504, field: null, message: "the value at the point took longer than 20 s", code: "deadline_exceeded" });
       await page.mouse.click(p.x, p.y);
       await expect(panel.getByRole("status")).toContainText("The value took too long to read; try again or zoom in.");
       expect(await seriousViolations(page)).toEqual([]);

@@ -77,8 +77,8 @@ describe("identify", () => {
     expect(formatNumber(12.5)).toBe("12.5");
     expect(formatNumber(1234.56)).toBe("1234.6");
     expect(formatNumber(7)).toBe("7");
-    expect(identifyError(504, { error: "took longer than 20 s" })).toMatch(/too long/);
-    expect(identifyError(400, { error: "Invalid argument 'lon': ..." })).toBe("Invalid argument 'lon': ...");
+    expect(identifyError(504, { message: "took longer than 20 s" })).toMatch(/too long/);
+    expect(identifyError(400, { field: "lon", message: "lon: ...", code: "invalid_argument" })).toBe("lon: ...");
     expect(identifyError(404, null)).toMatch(/not known/);
     expect(identifyError(500, null)).toBe("The value could not be read (HTTP 500).");
   });

@@ -12,9 +12,9 @@ from rasterio.transform import from_origin
 from shapely.geometry import box
 from shapely.geometry.base import BaseGeometry
 
+from stacgis_common.arguments import ArgumentError
 from stacgis_raster import expressions, scene_reads
 from stacgis_raster.catalog import BandInfo
-from stacgis_raster.errors import ArgumentError
 from stacgis_raster.reads import Area, ReadLimits
 
 

@@ -14,10 +14,11 @@ import pystac
 import pytest
 from shapely.geometry import box
 
+from stacgis_common.arguments import ArgumentError
 from stacgis_common.testing import free_port
 from stacgis_raster.assets import AssetGuard, AssetNotAllowed
 from stacgis_raster.catalog import StaticCatalogSource
-from stacgis_raster.errors import ArgumentError, unknown_collection
+from stacgis_raster.errors import unknown_collection
 from stacgis_raster.rasterops import Sample, spherical_area_km2, summarize, weighted_percentiles
 from stacgis_raster.validation import check_lon_lat, parse_bbox, parse_geojson_geometry, parse_interval
 
@@ -50,7 +51,7 @@ def test_datetime_forms_expand_to_whole_periods(text: str, start: dt.datetime | 
 def test_bad_datetimes_name_the_argument(text: str) -> None:
     with pytest.raises(ArgumentError) as err:
         parse_interval(text, "period_a")
-    assert "'period_a'" in str(err.value)
+    assert "period_a: " in str(err.value)
 
 
 def test_bbox_accepts_list_and_string() -> None:
@@ -79,9 +80,9 @@ def test_bad_bboxes_explain_what_is_allowed(value: object, fragment: str) -> Non
 
 
 def test_coordinates_out_of_range_or_nan() -> None:
-    with pytest.raises(ArgumentError, match="'lat'"):
+    with pytest.raises(ArgumentError, match=r"^lat: "):
         check_lon_lat(6.0, 91)
-    with pytest.raises(ArgumentError, match="'lon'"):
+    with pytest.raises(ArgumentError, match=r"^lon: "):
         check_lon_lat(float("nan"), 49)
     assert check_lon_lat("6.1", 49) == (6.1, 49.0)
 

@@ -27,7 +27,7 @@ from starlette.requests import Request
 from conftest import VectorFeatureServer
 from stacgis_common.testing import free_port, run_service
 from stacgis_raster.settings import RasterSettings
-from stacgis_raster.tiles import error_response, tile_base_url
+from stacgis_raster.tiles import ERRORS, tile_base_url
 
 
 def png(response: httpx.Response) -> np.ndarray:
@@ -325,13 +325,13 @@ def test_a_read_past_its_deadline_is_stopped_and_frees_its_worker(
             stalled = httpx.get(f"{service.url}/tiles/stalled-dem/7/{int(x)}/{int(y)}.png", timeout=60)
             assert stalled.status_code == 504
             assert stalled.json()["limit"] == "RASTER_TILE_TIMEOUT_SECONDS"
-            assert "3 s" in stalled.json()["error"] and stalled.json()["code"] == "deadline_exceeded"
+            assert "3 s" in stalled.json()["message"] and stalled.json()["code"] == "deadline_exceeded"
             served = httpx.get(f"{service.url}/tiles/luxembourg-dem/7/{int(x)}/{int(y)}.png", timeout=60)
             assert (rgba(png(served))[3] > 0).any()
             # An asset that is not a raster is the data's failure, not ours: 502 naming the cause.
             broken = httpx.get(f"{service.url}/tiles/broken-dem/7/{int(x)}/{int(y)}.png", timeout=60)
             assert broken.status_code == 502 and broken.json()["code"] == "upstream_unreadable"
-            assert "not recognized as being in a supported file format" in broken.json()["error"]
+            assert "not recognized as being in a supported file format" in broken.json()["message"]
             # The value at a point (identify) is as bounded as a tile: the same deadline and the same answer.
             point = httpx.get(f"{service.url}/tiles/stalled-dem/point", params={"lon": 6.1, "lat": 49.75}, timeout=60)
             assert point.status_code == 504 and point.json()["limit"] == "RASTER_TILE_TIMEOUT_SECONDS"
@@ -383,8 +383,11 @@ def test_bad_tile_requests_name_the_parameter(
 ) -> None:
     response = httpx.get(f"{raster_service}/tiles/{path}", params=params)
     assert response.status_code == status
-    assert response.json()["parameter"] == parameter
-    assert response.json()["code"] == {400: "invalid_argument", 404: "not_found"}[status]
+    body = response.json()
+    # The one error body of stacgis_common.http_errors: the field, the message naming it, a code.
+    assert set(body) == {"field", "message", "code"}
+    assert body["field"] == parameter and body["message"].startswith(f"{parameter}: ")
+    assert body["code"] == {400: "invalid_argument", 404: "not_found"}[status]
     assert httpx.get(f"{raster_service}/tiles/global-land-mask/0/0/0.png").status_code == 200
 
 
@@ -393,11 +396,16 @@ def test_an_unexpected_failure_is_a_logged_500_with_the_trace_id(caplog: pytest.
     # inside a span, as the tile route runs.
     provider = TracerProvider()
     with provider.get_tracer("test").start_as_current_span("GET /tiles") as span:
-        response = error_response(KeyError("band"))
+        response = ERRORS.response(KeyError("band"))
         trace_id = format(span.get_span_context().trace_id, "032x")
     body = json.loads(bytes(response.body))
     assert response.status_code == 500
-    assert body == {"error": "could not render the tile: KeyError", "code": "internal", "trace_id": trace_id}
+    assert body == {
+        "field": None,
+        "message": "the tile request failed: KeyError",
+        "code": "internal",
+        "trace_id": trace_id,
+    }
     assert any(r.exc_info and r.exc_info[0] is KeyError for r in caplog.records)
 
 
@@ -535,13 +543,13 @@ def test_bad_point_requests_name_the_field(
 ) -> None:
     response = httpx.get(f"{raster_service}/tiles/bcsd-precipitation-1999/point", params=params)
     assert response.status_code == status, response.text
-    assert response.json()["parameter"] == parameter and response.json()["code"] == "invalid_argument"
+    assert response.json()["field"] == parameter and response.json()["code"] == "invalid_argument"
 
 
 def test_point_of_an_unknown_collection_is_404(raster_service: str) -> None:
     response = httpx.get(f"{raster_service}/tiles/luxemburg-dem/point", params={"lon": 6.1, "lat": 49.7})
     assert response.status_code == 404
-    assert response.json()["parameter"] == "collection_id" and response.json()["code"] == "not_found"
+    assert response.json()["field"] == "collection_id" and response.json()["code"] == "not_found"
 
 
 def test_point_of_a_scene_collection_is_the_ndvi_of_the_item_under_it(api_backed_service: str, stac_dir: Path) -> None:
@@ -559,4 +567,4 @@ def test_point_of_a_scene_collection_is_the_ndvi_of_the_item_under_it(api_backed
     assert body["item"]
     assert outside.status_code == 200 and outside.json()["inside"] is False
     assert outside.json()["note"].startswith("no data here")
-    assert bad.status_code == 400 and bad.json()["parameter"] == "expression"
+    assert bad.status_code == 400 and bad.json()["field"] == "expression"

@@ -10,9 +10,17 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 
 class ArgumentError(ToolError):
+    """Bad tool or HTTP input. The MCP SDK turns it into an `is_error` result; over HTTP it is a 400
+    naming the field (`stacgis_common.http_errors`)."""
+
     def __init__(self, argument: str, message: str) -> None:
         super().__init__(f"{argument}: {message}")
         self.argument = argument
+        self.detail = message
+
+
+class NotFoundError(ArgumentError):
+    """The argument is well-formed but names nothing that exists (a 404 over HTTP)."""
 
 
 def text_argument(value: Any, argument: str, maximum: int, clean: Callable[[str], str] = str.strip) -> str:

@@ -1,4 +1,5 @@
-"""Errors a caller can act on: each names the argument at fault and what is allowed."""
+"""Raster-specific errors: an upstream that failed, and an unknown collection with close ids suggested.
+Bad arguments are `stacgis_common.arguments.ArgumentError` and its `NotFoundError`."""
 
 from __future__ import annotations
 
@@ -7,18 +8,7 @@ from collections.abc import Iterable
 
 from mcp.server.mcpserver.exceptions import ToolError
 
-
-class ArgumentError(ToolError):
-    """Bad tool or tile input. The MCP SDK turns it into an `is_error` result."""
-
-    def __init__(self, argument: str, message: str) -> None:
-        self.argument = argument
-        self.detail = message
-        super().__init__(f"Invalid argument '{argument}': {message}")
-
-
-class NotFoundError(ArgumentError):
-    """The argument is well-formed but names nothing that exists."""
+from stacgis_common.arguments import NotFoundError
 
 
 class UpstreamError(ToolError):

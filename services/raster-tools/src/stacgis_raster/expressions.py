@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from stacgis_common.arguments import ArgumentError
 from stacgis_raster.catalog import BandInfo
-from stacgis_raster.errors import ArgumentError
 
 MAX_LENGTH = 200
 MAX_NODES = 60

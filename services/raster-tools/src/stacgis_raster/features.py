@@ -9,7 +9,8 @@ from urllib.parse import quote
 
 import httpx
 
-from stacgis_raster.errors import ArgumentError, NotFoundError, UpstreamError
+from stacgis_common.arguments import ArgumentError, NotFoundError
+from stacgis_raster.errors import UpstreamError
 
 MAX_PLACE_CHARS = 200
 # Names the orchestrator replaces with the user's selected feature or drawn area before a call.

@@ -28,7 +28,7 @@ from rasterio.windows import Window, from_bounds
 from shapely.geometry import box, mapping
 from shapely.geometry.base import BaseGeometry
 
-from stacgis_raster.errors import ArgumentError
+from stacgis_common.arguments import ArgumentError
 
 WGS84 = CRS.from_epsg(4326)
 PERCENTILES = (5, 25, 50, 75, 95)

@@ -21,8 +21,8 @@ from rasterio.vrt import WarpedVRT
 from rasterio.warp import transform_bounds
 from rasterio.windows import Window, from_bounds
 
+from stacgis_common.arguments import ArgumentError
 from stacgis_raster import expressions, rasterops
-from stacgis_raster.errors import ArgumentError
 from stacgis_raster.reads import Area, ReadLimits
 
 COMPOSITES = ("median", "mean", "max", "min", "latest")

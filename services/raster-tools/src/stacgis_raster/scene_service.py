@@ -14,9 +14,9 @@ from typing import Any
 
 from shapely.geometry import box
 
+from stacgis_common.arguments import ArgumentError
 from stacgis_raster import expressions, scene_reads
 from stacgis_raster.catalog import CollectionRecord, ItemRecord
-from stacgis_raster.errors import ArgumentError
 from stacgis_raster.reads import Area
 from stacgis_raster.service import STATISTIC_WORDS, RasterService, interval_for, series_interval
 from stacgis_raster.validation import TimeInterval

@@ -23,9 +23,9 @@ from rio_tiler.types import ColorMapType
 from rio_tiler.utils import render
 from shapely.geometry import box
 
+from stacgis_common.arguments import ArgumentError
 from stacgis_raster import expressions, rasterops, scene_reads
 from stacgis_raster.catalog import CollectionRecord
-from stacgis_raster.errors import ArgumentError
 
 WEB_MERCATOR = "EPSG:3857"
 

@@ -21,10 +21,11 @@ from shapely import affinity
 from shapely.geometry import Point, box
 from shapely.geometry.base import BaseGeometry
 
+from stacgis_common.arguments import ArgumentError, NotFoundError
 from stacgis_raster import rasterops, reads
 from stacgis_raster.assets import AssetGuard
 from stacgis_raster.catalog import BandInfo, CatalogSource, CollectionRecord, ItemRecord
-from stacgis_raster.errors import ArgumentError, NotFoundError, UpstreamError
+from stacgis_raster.errors import UpstreamError
 from stacgis_raster.features import FeatureResolver, ResolvedPlace
 from stacgis_raster.metrics import OVERVIEW_READS
 from stacgis_raster.reads import Area, ReadLimits

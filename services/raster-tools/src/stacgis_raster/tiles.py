@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import json
-import logging
 import math
 import re
 import time
@@ -26,7 +25,6 @@ from urllib.parse import urlencode
 import morecantile
 import numpy as np
 import rasterio
-from opentelemetry import trace
 from rasterio.crs import CRS
 from rasterio.errors import CRSError
 from rasterio.io import DatasetReader
@@ -43,9 +41,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from stacgis_common.arguments import ArgumentError
+from stacgis_common.http_errors import ARGUMENT_ROWS, ErrorRow, ErrorTable
 from stacgis_raster import expressions, reads, scene_reads
 from stacgis_raster.catalog import CollectionRecord, ItemRecord
-from stacgis_raster.errors import ArgumentError, NotFoundError, UpstreamError
+from stacgis_raster.errors import UpstreamError
 from stacgis_raster.metrics import TILE_DURATION, TILE_REQUESTS
 from stacgis_raster.rasterops import WGS84
 from stacgis_raster.scene_service import scene_items
@@ -54,8 +54,6 @@ from stacgis_raster.service import RasterService, _classify
 from stacgis_raster.settings import RasterSettings
 from stacgis_raster.validation import check_lon_lat, parse_interval
 from stacgis_raster.workers import DeadlineExceeded
-
-log = logging.getLogger(__name__)
 
 # rio-tiler clamps global rasters to Web Mercator's latitude range on every such tile; expected, not news.
 warnings.filterwarnings("ignore", message="Adjusting dataset latitudes", category=UserWarning)
@@ -171,6 +169,8 @@ def _parse_colormap(text: str) -> dict[int, tuple[int, int, int, int]]:
 
 class PixelCapExceeded(ArgumentError):
     """Even the coarsest overview of the raster holds more pixels under this tile than the cap."""
+
+    limit = "RASTER_TILE_MAX_PIXELS"
 
 
 @dataclass(frozen=True)
@@ -393,43 +393,17 @@ def tile_layer(href: str, max_pixels: int) -> LayerZooms:
         return layer_zooms(ds, max_pixels)
 
 
-# One table from exception to answer, first match wins (subclasses first). Every body is
-# {"error": message, "code": ..., "parameter": the argument at fault (if any), "limit": the setting
-# that was exceeded (if any)}.
-ERRORS: tuple[tuple[type[Exception] | tuple[type[Exception], ...], int, str], ...] = (
-    (NotFoundError, 404, "not_found"),
-    (PixelCapExceeded, 422, "over_pixel_cap"),
-    (ArgumentError, 400, "invalid_argument"),
-    (DeadlineExceeded, 504, "deadline_exceeded"),
-    # The catalog or the asset could not be read: the upstream's failure, not ours.
-    ((UpstreamError, RioTilerError, rasterio.errors.RasterioError), 502, "upstream_unreadable"),
+# Every failure of the tile routes is answered from this one table (stacgis_common.http_errors).
+ERRORS = ErrorTable(
+    (
+        ErrorRow(PixelCapExceeded, 422, "over_pixel_cap"),
+        *ARGUMENT_ROWS,
+        ErrorRow(DeadlineExceeded, 504, "deadline_exceeded"),
+        # The catalog or the asset could not be read: the upstream's failure, not ours.
+        ErrorRow((UpstreamError, RioTilerError, rasterio.errors.RasterioError), 502, "upstream_unreadable"),
+    ),
+    what="the tile request",
 )
-
-
-def _trace_id() -> str | None:
-    context = trace.get_current_span().get_span_context()
-    return format(context.trace_id, "032x") if context.is_valid else None
-
-
-def error_response(exc: Exception) -> JSONResponse:
-    for kinds, status, code in ERRORS:
-        if isinstance(exc, kinds):
-            body: dict[str, Any] = {"error": str(exc), "code": code}
-            if isinstance(exc, ArgumentError):
-                body["parameter"] = exc.argument
-            if isinstance(exc, PixelCapExceeded):
-                body["limit"] = "RASTER_TILE_MAX_PIXELS"
-            if isinstance(exc, DeadlineExceeded):
-                body["limit"] = exc.setting
-            if status == 502:
-                log.warning("tile data could not be read: %s", exc)
-            return JSONResponse(body, status_code=status)
-    # Anything else is our own bug: a 500 with the trace id (also in the log line), never a 502.
-    log.error("tile rendering failed", exc_info=exc)
-    body = {"error": f"could not render the tile: {type(exc).__name__}", "code": "internal"}
-    if trace_id := _trace_id():
-        body["trace_id"] = trace_id
-    return JSONResponse(body, status_code=500)
 
 
 # host[:port] as a Host header may carry it: a DNS name, IPv4 or a bracketed IPv6 address.
@@ -548,39 +522,36 @@ def tile_routes(service: RasterService) -> list[Route]:
             if result.png is None:
                 outcome = "empty"
             return tile_response(result)
-        except DeadlineExceeded as exc:
+        except DeadlineExceeded:
             outcome = "timeout"
-            return error_response(exc)
-        except Exception as exc:
+            raise
+        except Exception:
             outcome = "error"
-            return error_response(exc)
+            raise
         finally:
             TILE_REQUESTS.labels(outcome).inc()
             TILE_DURATION.observe(time.perf_counter() - started)
 
     async def tilejson(request: Request) -> Response:
-        try:
-            record = await service.collection(request.path_params["collection_id"], scenes=True)
-            if record.scenes:
-                # Bad parameters are rejected here already; zooms from one item's asset and the whole extent.
-                options = scene_render(record, request.query_params)
-                items = await service.items(record, None, None, 1)
-                key = options.expression.assets[0]
-                (first,) = await service.run(scene_items, service.asset_href, record, items[:1], [key])
-                href = first.source(key)[0]  # a cube's variable opens as driver:path:variable
-            else:
-                render_options(record, request.query_params)  # reject bad parameters here already
-                href = await pick_item(record, request.query_params)
-            zooms = await service.read(
-                tile_layer,
-                href,
-                settings.tile_max_pixels,
-                deadline_s=settings.tile_timeout_seconds,
-                what="the layer's zooms",
-                setting="RASTER_TILE_TIMEOUT_SECONDS",
-            )
-        except Exception as exc:
-            return error_response(exc)
+        record = await service.collection(request.path_params["collection_id"], scenes=True)
+        if record.scenes:
+            # Bad parameters are rejected here already; zooms from one item's asset and the whole extent.
+            options = scene_render(record, request.query_params)
+            items = await service.items(record, None, None, 1)
+            key = options.expression.assets[0]
+            (first,) = await service.run(scene_items, service.asset_href, record, items[:1], [key])
+            href = first.source(key)[0]  # a cube's variable opens as driver:path:variable
+        else:
+            render_options(record, request.query_params)  # reject bad parameters here already
+            href = await pick_item(record, request.query_params)
+        zooms = await service.read(
+            tile_layer,
+            href,
+            settings.tile_max_pixels,
+            deadline_s=settings.tile_timeout_seconds,
+            what="the layer's zooms",
+            setting="RASTER_TILE_TIMEOUT_SECONDS",
+        )
         if record.scenes and record.bbox is not None:
             crowded = scene_crowded_below(record, settings.scene_tile_max_items)
             minzoom = min(max(zooms.readable_from, visible_zoom(*record.bbox), crowded), MAX_ZOOM)
@@ -661,16 +632,13 @@ def tile_routes(service: RasterService) -> list[Route]:
 
     async def point(request: Request) -> Response:
         """GET /tiles/{collection_id}/point?lon=..&lat=..[&datetime=..][&expression=..]: the value(s) there."""
-        try:
-            params = request.query_params
-            for name in ("lon", "lat"):
-                if params.get(name) is None or not params[name].strip():
-                    raise ArgumentError(name, "required: a number in degrees (WGS 84)")
-            x, y = check_lon_lat(params["lon"].strip(), params["lat"].strip())
-            record = await service.collection(request.path_params["collection_id"], scenes=True)
-            found = await (scene_point if record.scenes else raster_point)(record, x, y, params)
-        except Exception as exc:
-            return error_response(exc)
+        params = request.query_params
+        for name in ("lon", "lat"):
+            if params.get(name) is None or not params[name].strip():
+                raise ArgumentError(name, "required: a number in degrees (WGS 84)")
+        x, y = check_lon_lat(params["lon"].strip(), params["lat"].strip())
+        record = await service.collection(request.path_params["collection_id"], scenes=True)
+        found = await (scene_point if record.scenes else raster_point)(record, x, y, params)
         body: dict[str, Any] = {"collection_id": record.id, "title": record.title, "lon": x, "lat": y, **found}
         if not found["inside"]:
             extent = [round(v, 6) for v in record.bbox] if record.bbox else None
@@ -680,7 +648,7 @@ def tile_routes(service: RasterService) -> list[Route]:
         return JSONResponse(body, headers={"Cache-Control": cache_header})
 
     return [
-        Route("/tiles/{collection_id}/point", point, methods=["GET"]),
-        Route("/tiles/{collection_id}/tilejson.json", tilejson, methods=["GET"]),
-        Route("/tiles/{collection_id}/{z}/{x}/{y}.png", tile, methods=["GET"]),
+        Route("/tiles/{collection_id}/point", ERRORS.answering(point), methods=["GET"]),
+        Route("/tiles/{collection_id}/tilejson.json", ERRORS.answering(tilejson), methods=["GET"]),
+        Route("/tiles/{collection_id}/{z}/{x}/{y}.png", ERRORS.answering(tile), methods=["GET"]),
     ]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import time
 from collections.abc import Awaitable
 from typing import Annotated, Any
 
@@ -13,12 +12,13 @@ import anyio
 import numpy as np
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 from rasterio.errors import RasterioError
 
 from stacgis_common.auth import current_identity, mint_for
-from stacgis_raster.metrics import TOOL_CALLS, TOOL_DURATION
+from stacgis_common.mcp_app import compact_result
+from stacgis_raster.metrics import TOOLS
 from stacgis_raster.scene_service import SceneService
 from stacgis_raster.service import RasterService
 from stacgis_raster.settings import RasterSettings
@@ -77,12 +77,6 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _result(data: dict[str, Any]) -> CallToolResult:
-    data = _plain(data)
-    text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
-
-
 def register_tools(server: MCPServer[Any], service: RasterService, settings: RasterSettings) -> None:
     def token() -> str:
         return mint_for(settings, current_identity())
@@ -90,33 +84,19 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
     scenes = SceneService(service)
 
     async def call(tool: str, work: Awaitable[dict[str, Any]]) -> CallToolResult:
-        started = time.perf_counter()
-        outcome = "ok"
         try:
-            with anyio.fail_after(settings.tool_timeout_seconds):
-                return _result(await work)
-        except ToolError:
-            outcome = "error"
-            raise
+            with TOOLS.observe(tool), anyio.fail_after(settings.tool_timeout_seconds):
+                return compact_result(_plain(await work))
         except DeadlineExceeded as exc:
-            outcome = "timeout"
             raise ToolError(f"{tool}: {exc}; try a smaller area or period") from exc
         except TimeoutError as exc:
-            outcome = "timeout"
             raise ToolError(
                 f"{tool} took longer than {settings.tool_timeout_seconds:g} s (the limit "
                 "RASTER_TOOL_TIMEOUT_SECONDS); its read was stopped. Try a smaller area or period"
             ) from exc
         except RasterioError as exc:
-            outcome = "error"
             log.warning("raster read failed in %s: %s", tool, exc)
             raise ToolError(f"could not read the raster data: {exc}") from exc
-        except Exception:
-            outcome = "crash"
-            raise
-        finally:
-            TOOL_CALLS.labels(tool, outcome).inc()
-            TOOL_DURATION.labels(tool).observe(time.perf_counter() - started)
 
     @server.tool(annotations=READ_ONLY, description="Use for listing all raster collections (id, extent, time, units).")
     async def list_raster_collections(bbox: BBoxArg = None, datetime: DatetimeArg = None) -> CallToolResult:

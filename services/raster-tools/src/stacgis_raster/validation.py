@@ -16,7 +16,7 @@ from shapely.geometry import shape
 from shapely.geometry.base import BaseGeometry
 from shapely.validation import explain_validity
 
-from stacgis_raster.errors import ArgumentError
+from stacgis_common.arguments import ArgumentError
 
 BBox = tuple[float, float, float, float]
 

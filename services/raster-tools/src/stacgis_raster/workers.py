@@ -34,7 +34,7 @@ class DeadlineExceeded(Exception):
 
     def __init__(self, what: str, seconds: float, setting: str) -> None:
         self.seconds = seconds
-        self.setting = setting
+        self.limit = setting  # the setting that was exceeded, named in an HTTP error body
         super().__init__(f"{what} took longer than {seconds:g} s (the limit {setting}) and was stopped")
 
 
