@@ -18,7 +18,8 @@ from stacgis_common.arguments import ArgumentError
 from stacgis_raster import expressions, scene_reads
 from stacgis_raster.catalog import CollectionRecord, ItemRecord
 from stacgis_raster.reads import Area
-from stacgis_raster.service import STATISTIC_WORDS, RasterService, interval_for, series_interval
+from stacgis_raster.selection import STATISTIC_WORDS, interval_for, series_interval
+from stacgis_raster.service import RasterService
 from stacgis_raster.validation import TimeInterval
 
 SORTS = ("datetime", "-datetime", "cloud_cover", "-cloud_cover")

@@ -48,9 +48,10 @@ from stacgis_raster.catalog import CollectionRecord, ItemRecord
 from stacgis_raster.errors import UpstreamError
 from stacgis_raster.metrics import TILE_DURATION, TILE_REQUESTS
 from stacgis_raster.rasterops import WGS84
+from stacgis_raster.results import classify
 from stacgis_raster.scene_service import scene_items
 from stacgis_raster.scene_tiles import render_scene_tile, scene_render, tile_bounds_wgs84
-from stacgis_raster.service import RasterService, _classify
+from stacgis_raster.service import RasterService
 from stacgis_raster.settings import RasterSettings
 from stacgis_raster.validation import check_lon_lat, parse_interval
 from stacgis_raster.workers import DeadlineExceeded
@@ -600,7 +601,7 @@ def tile_routes(service: RasterService) -> list[Route]:
         values = []
         for band, value in zip(record.bands, sampled.values, strict=False):
             entry: dict[str, Any] = {"band": band.name, "value": value, "unit": band.unit}
-            classified = _classify(value, band)
+            classified = classify(value, band)
             if isinstance(classified, dict):
                 entry.update(value=classified["value"], **{"class": classified["class"]})
             if band.description:

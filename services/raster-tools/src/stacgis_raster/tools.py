@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 from collections.abc import Awaitable
 from typing import Annotated, Any
 
 import anyio
-import numpy as np
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
@@ -19,6 +17,7 @@ from rasterio.errors import RasterioError
 from stacgis_common.auth import current_identity, mint_for
 from stacgis_common.mcp_app import compact_result
 from stacgis_raster.metrics import TOOLS
+from stacgis_raster.results import plain
 from stacgis_raster.scene_service import SceneService
 from stacgis_raster.service import RasterService
 from stacgis_raster.settings import RasterSettings
@@ -64,19 +63,6 @@ CloudArg = Annotated[float | None, Field(description="Only items with at most th
 CloudMaskArg = Annotated[bool, Field(description="Leave out pixels the items' own cloud masks flag (default true)")]
 
 
-def _plain(value: Any) -> Any:
-    """JSON-safe copy: numpy scalars to Python, NaN/inf to null, tuples to lists."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
 def register_tools(server: MCPServer[Any], service: RasterService, settings: RasterSettings) -> None:
     def token() -> str:
         return mint_for(settings, current_identity())
@@ -86,7 +72,7 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
     async def call(tool: str, work: Awaitable[dict[str, Any]]) -> CallToolResult:
         try:
             with TOOLS.observe(tool), anyio.fail_after(settings.tool_timeout_seconds):
-                return compact_result(_plain(await work))
+                return compact_result(plain(await work))
         except DeadlineExceeded as exc:
             raise ToolError(f"{tool}: {exc}; try a smaller area or period") from exc
         except TimeoutError as exc:
@@ -331,7 +317,7 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
     )
     async def collections_resource() -> str:
         listing = await service.catalogue()
-        return json.dumps(_plain(listing), separators=(",", ":"))
+        return json.dumps(plain(listing), separators=(",", ":"))
 
     @server.prompt(name="analysis_prompt", description="Plan a geospatial analysis with the raster tools")
     def analysis_prompt(task: str, location: str = "") -> str:
