@@ -15,7 +15,7 @@ from stacgis_common.auth import identity_dependency
 from stacgis_common.health import health_routes
 from stacgis_common.telemetry import OTEL_ASGI_OPTIONS, MetricsMiddleware, metrics_endpoint, setup_telemetry
 
-from .api import approvals, runs, tools
+from .api import approvals, models, runs, tools
 from .services import Services
 from .settings import OrchestratorSettings
 
@@ -72,6 +72,7 @@ def create_app(settings: OrchestratorSettings) -> FastAPI:
     app.include_router(runs.build_router(identity))
     app.include_router(approvals.build_router(identity))
     app.include_router(tools.build_router(identity))
+    app.include_router(models.build_router(identity))
     app.add_middleware(MetricsMiddleware, service=SERVICE_NAME)
     app.add_middleware(OpenTelemetryMiddleware, **OTEL_ASGI_OPTIONS)
     return app

@@ -202,6 +202,12 @@ class OllamaProvider:
         response = await self._client.get("/api/version", timeout=3.0)
         response.raise_for_status()
 
+    async def models(self) -> list[str]:
+        response = await self._client.get("/api/tags", timeout=5.0)
+        response.raise_for_status()
+        listed = response.json().get("models") or []
+        return [str(item["name"]) for item in listed if isinstance(item, dict) and item.get("name")]
+
     async def aclose(self) -> None:
         await self._client.aclose()
 
