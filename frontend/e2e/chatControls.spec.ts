@@ -45,31 +45,81 @@ for (const { name, size } of VIEWPORTS) {
       expect(await seriousViolations(page)).toEqual([]);
       await shot(page, `chat-controls-${name}`);
 
-      // Regenerate: the same question again.
+      // Regenerate: the same question again, in place of the old turn (here and in the stored history).
+      const questions = page.locator("article.message-user");
+      const answers = page.locator("article.message-assistant");
       await lastAnswer(page).getByRole("button", { name: "Regenerate" }).click();
       await expect(lastAnswer(page).getByTestId("answer")).toHaveText("The mean elevation is 348.2 m.");
       expect(gateway.requests.map((r) => r.message)).toEqual([
         "What is the mean elevation of Luxembourg?",
         "What is the mean elevation of Luxembourg?",
       ]);
+      expect(gateway.requests[1].replace_turn).toBe(0);
+      await expect(questions).toHaveCount(1);
+      await expect(answers).toHaveCount(1);
       // Only the newest answer offers it.
       await expect(page.getByRole("button", { name: "Regenerate" })).toHaveCount(1);
+      const sessionId = gateway.requests[1].session_id!;
+      const stored = () => gateway.sessions.get(sessionId)!.messages.map((m) => [m.role, m.content]);
+      expect(stored()).toEqual([
+        ["user", "What is the mean elevation of Luxembourg?"],
+        ["assistant", "The mean elevation is 348.2 m."],
+      ]);
 
-      // Edit and resend: readable on the blue bubble; the question comes back into the message box.
-      const edit = page.locator("article.message-user").first().getByRole("button", { name: "Edit and resend" });
+      // Edit and resend: readable on the blue bubble; the question comes back into the message box,
+      // marked as an edit, and the sent question replaces it and its answer.
+      const edit = questions.first().getByRole("button", { name: "Edit and resend" });
       const look = await edit.evaluate((el) => ({ color: getComputedStyle(el).color, background: getComputedStyle(el).backgroundColor }));
       expect(contrast(look.color, look.background)).toBeGreaterThanOrEqual(4.5);
       await edit.click();
       const input = page.getByRole("textbox", { name: "Message" });
       await expect(input).toHaveValue("What is the mean elevation of Luxembourg?");
       await expect(input).toBeFocused();
+      await expect(page.getByTestId("editing-note")).toBeVisible();
+      expect(await seriousViolations(page)).toEqual([]);
+      await shot(page, `chat-edit-${name}`);
       await input.fill("What is the highest point of Luxembourg?");
       await input.press("Enter");
       await expect(lastAnswer(page).getByTestId("answer")).toHaveText("The highest point is Kneiff, 560 m.");
+      await expect(page.getByTestId("editing-note")).toHaveCount(0);
       expect(gateway.requests.at(-1)?.message).toBe("What is the highest point of Luxembourg?");
-      // In the same conversation.
-      expect(gateway.requests[1].session_id).toBeTruthy();
-      expect(gateway.requests.at(-1)?.session_id).toBe(gateway.requests[1].session_id);
+      expect(gateway.requests.at(-1)?.replace_turn).toBe(0);
+      await expect(questions.locator(".message-text")).toHaveText(["What is the highest point of Luxembourg?"]);
+      await expect(answers).toHaveCount(1);
+      // In the same conversation, which holds only the new turn, also after a reload.
+      expect(gateway.requests.at(-1)?.session_id).toBe(sessionId);
+      const newTurn = [
+        ["user", "What is the highest point of Luxembourg?"],
+        ["assistant", "The highest point is Kneiff, 560 m."],
+      ];
+      expect(stored()).toEqual(newTurn);
+      await page.reload();
+      if (name === "phone" && !(await page.getByRole("textbox", { name: "Message" }).isVisible())) {
+        await page.getByRole("button", { name: "Chat" }).click();
+      }
+      await expect(lastAnswer(page).getByTestId("answer")).toHaveText("The highest point is Kneiff, 560 m.");
+      await expect(questions).toHaveCount(1);
+      await expect(answers).toHaveCount(1);
+
+      // After the reload the turns carry their place: a second question, then editing the first again.
+      gateway.answers.push({ content: "Kneiff is in Troisvierges." }, { content: "The lowest point is 129 m." });
+      await ask(page, "Where is Kneiff?");
+      await expect(lastAnswer(page).getByTestId("answer")).toHaveText("Kneiff is in Troisvierges.");
+      await expect(questions).toHaveCount(2);
+      await questions.nth(1).getByRole("button", { name: "Edit and resend" }).click();
+      await page.getByTestId("editing-note").getByRole("button", { name: "Cancel edit" }).click();
+      await expect(page.getByTestId("editing-note")).toHaveCount(0);
+      await expect(input).toHaveValue("");
+      await questions.first().getByRole("button", { name: "Edit and resend" }).click();
+      await input.fill("What is the lowest point of Luxembourg?");
+      await input.press("Enter");
+      await expect(lastAnswer(page).getByTestId("answer")).toHaveText("The lowest point is 129 m.");
+      expect(gateway.requests.at(-1)?.replace_turn).toBe(0);
+      await expect(questions).toHaveCount(1);
+      expect(stored()).toEqual([
+        ["user", "What is the lowest point of Luxembourg?"],
+        ["assistant", "The lowest point is 129 m."],
+      ]);
     });
 
     test("conversations are searched by title", async ({ page }) => {

@@ -59,6 +59,8 @@ export interface ChatRequestBody {
   message: string;
   session_id: string | null;
   spatial_context?: { drawn_geometry?: unknown; selected_feature?: unknown; map_center?: unknown; zoom?: unknown };
+  replace_turn?: number;
+  model?: string;
 }
 
 const REJECTED = "The user rejected this call";
@@ -147,6 +149,8 @@ export class FakeGateway {
   readonly placeSearches: string[] = [];
   /** Every map state saved, in order: session id and body. */
   readonly mapSaves: { sessionId: string; state: JsonObject }[] = [];
+  /** What GET /models offers, the default first; a message naming another model is refused (422). */
+  models: string[] = ["fake-model"];
   /** While true every model slot is taken: new runs are refused with the gate's 503 and capacity shows none free. */
   busy = false;
   private readonly waiting = new Map<string, (approved: boolean) => void>();
@@ -190,6 +194,7 @@ export class FakeGateway {
     const path = new URL(req.url ?? "/", "http://x").pathname;
     const method = req.method ?? "GET";
     if (method === "GET" && path === "/api/v1/info") return json(res, 200, { model: "fake-model", provider: "test", auth_mode: "none" });
+    if (method === "GET" && path === "/api/v1/models") return json(res, 200, { default: this.models[0], models: this.models });
     if (method === "GET" && path === "/api/v1/chat/capacity") {
       return json(res, 200, this.busy ? { active: 4, max: 4, available: 0 } : { active: 0, max: 4, available: 4 });
     }
@@ -297,6 +302,15 @@ export class FakeGateway {
     const body = JSON.parse(await readBody(req)) as ChatRequestBody;
     if (typeof body.message !== "string" || !body.message.trim()) return json(res, 422, { detail: [{ loc: ["body", "message"], msg: "message is required" }] });
     this.requests.push(body);
+    if (body.model !== undefined && !this.models.includes(body.model)) {
+      return json(res, 422, { detail: [{ loc: ["body", "model"], msg: `unknown model '${body.model}'` }] });
+    }
+    const replacing = typeof body.session_id === "string" ? this.sessions.get(body.session_id) : undefined;
+    // As the gateway: the question to replace must be stored; it and all after it go once the run is admitted.
+    const questions = (replacing?.messages ?? []).flatMap((m, index) => (m.role === "user" ? [index] : []));
+    if (body.replace_turn !== undefined && (!replacing || !(body.replace_turn >= 0 && body.replace_turn < questions.length))) {
+      return json(res, 422, { detail: [{ loc: ["body", "replace_turn"], msg: `the session has ${questions.length} questions` }] });
+    }
     if (this.busy) return json(res, 503, { detail: "all model slots are busy", active: 4, max: 4, available: 0 });
     const answer = this.answers.shift();
     if (!answer) return json(res, 503, { detail: "no scripted answer left" });
@@ -306,6 +320,7 @@ export class FakeGateway {
       session = { id: randomUUID(), title: body.message.slice(0, 40), created_at: now, updated_at: now, messages: [], mapState: null };
       this.sessions.set(session.id, session);
     }
+    if (body.replace_turn !== undefined) session.messages.splice(questions[body.replace_turn]);
     const runId = randomUUID();
     let cancelled = false;
     let wake: () => void = () => undefined;
@@ -338,7 +353,7 @@ export class FakeGateway {
         if (cancelled) resolve(null);
       });
 
-    await send({ case: "runStarted", value: { sessionId: session.id, model: "fake-model", maxSteps: 8 } });
+    await send({ case: "runStarted", value: { sessionId: session.id, model: body.model ?? this.models[0], maxSteps: 8 } });
     const calls: { id: string; name: string; arguments: JsonObject; result: string; status?: CallStatus; error?: string }[] = [];
     const tools = answer.tools ?? [];
     for (const tool of tools) {

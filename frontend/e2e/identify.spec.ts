@@ -59,6 +59,10 @@ for (const { name, size } of VIEWPORTS) {
       await page.mouse.click(before.x, before.y);
       await expect(page.getByTestId("identify")).toHaveCount(0);
       expect(gateway.pointRequests).toEqual([]);
+      // The country there shows its properties instead (e2e/featurePopup.spec.ts); Escape closes them.
+      await expect(page.getByTestId("feature-popup")).toBeVisible();
+      await page.keyboard.press("Escape");
+      await expect(page.getByTestId("feature-popup")).toHaveCount(0);
 
       await ask(page, "Show the elevation of Luxembourg");
       await expect(lastAnswer(page)).toHaveAttribute("data-status", "complete");
@@ -74,6 +78,10 @@ for (const { name, size } of VIEWPORTS) {
       await expect(panel.getByRole("status")).toContainText("301.25 m");
       await expect(panel).toContainText("Pixel at 49.61010° N, 6.13010° E");
       await expect(panel).toContainText("item luxembourg-dem");
+      // The country clicked too: its properties, collapsed, in the same panel.
+      const country = panel.getByTestId("feature-popup");
+      await expect(country.locator("summary")).toHaveText("Luxembourg: properties");
+      await expect(country.locator("dl")).toBeHidden();
       // The request went beside the tiles with the clicked point.
       const asked = new URL(gateway.pointRequests.at(-1)!, "http://x");
       expect(asked.pathname).toBe("/tiles/luxembourg-dem/point");

@@ -13,6 +13,10 @@ export interface ChatRequest {
     selected_feature: unknown;
     drawn_geometry: unknown;
   };
+  /** The stored question this message replaces (0-based among the conversation's questions). */
+  replace_turn?: number;
+  /** The model chosen in the picker (one of GET /models); absent: the default. */
+  model?: string;
 }
 
 export interface StreamHandlers {

@@ -85,6 +85,12 @@ export interface ServiceInfo {
   auth_mode: string;
 }
 
+/** GET /models: what the orchestrator's provider offers. */
+export interface ModelList {
+  default: string;
+  models: string[];
+}
+
 const defaultFetch: FetchFn = (input, init) => globalThis.fetch(input, init);
 
 /** Thin typed wrapper over the gateway's JSON endpoints. */
@@ -113,6 +119,11 @@ export class ApiClient {
 
   info(): Promise<ServiceInfo> {
     return this.json<ServiceInfo>("/info");
+  }
+
+  /** The models a message may name (`model`), the default first. */
+  models(): Promise<ModelList> {
+    return this.json<ModelList>("/models");
   }
 
   async capacity(signal?: AbortSignal): Promise<Capacity> {

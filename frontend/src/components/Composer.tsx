@@ -48,6 +48,9 @@ function ContextChips() {
 export function Composer() {
   const draft = useChatStore((s) => s.draft);
   const setDraft = useChatStore((s) => s.setDraft);
+  const setEditing = useChatStore((s) => s.setEditing);
+  // Only while that question is still on screen (another conversation, or a new one, ends the edit).
+  const editing = useChatStore((s) => (s.editing && s.chat.messages.some((m) => m.id === s.editing) ? s.editing : null));
   const running = useChatStore((s) => isRunActive(s.chat));
   const phase = useChatStore((s) => s.chat.run?.phase);
   const runId = useChatStore((s) => s.chat.run?.assistantId ?? null);
@@ -73,7 +76,8 @@ export function Composer() {
     }
     const text = draft;
     setDraft("");
-    void sendMessage(text);
+    setEditing(null);
+    void sendMessage(text, editing ?? undefined);
   };
 
   const toggleDictation = () => {
@@ -106,6 +110,21 @@ export function Composer() {
     >
       <RunStatusLine place="composer" />
       <ContextChips />
+      {editing ? (
+        <p className="editing-note" role="status" data-testid="editing-note">
+          Editing a question: sending replaces it and the answers after it.{" "}
+          <button
+            type="button"
+            className="small"
+            onClick={() => {
+              setEditing(null);
+              setDraft("");
+            }}
+          >
+            Cancel edit
+          </button>
+        </p>
+      ) : null}
       <div className="composer-row">
         <label htmlFor="composer-input" className="visually-hidden">
           Message

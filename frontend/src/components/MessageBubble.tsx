@@ -38,16 +38,18 @@ function CopyButton({ text }: { text: string }) {
 }
 
 /** The question this answer replied to. */
-function questionBefore(answerId: string): string | null {
+function questionBefore(answerId: string): UiMessage | null {
   const messages = useChatStore.getState().chat.messages;
   const at = messages.findIndex((m) => m.id === answerId);
-  for (let i = at - 1; i >= 0; i--) if (messages[i].role === "user") return messages[i].content;
+  for (let i = at - 1; i >= 0; i--) if (messages[i].role === "user") return messages[i];
   return null;
 }
 
-/** Puts a question back into the message box to be changed and sent again. */
-function editAndResend(text: string): void {
+/** Puts a question back into the message box to be changed and sent again in its place. */
+function editAndResend(question: UiMessage): void {
+  const text = question.content;
   useChatStore.getState().setDraft(text);
+  useChatStore.getState().setEditing(question.id);
   const input = document.getElementById("composer-input");
   if (input instanceof HTMLTextAreaElement) {
     input.focus();
@@ -68,8 +70,8 @@ export function MessageBubble({ message, latest = false }: { message: UiMessage;
             type="button"
             className="small"
             aria-label="Edit and resend"
-            title="Put this question in the message box to change and send it again"
-            onClick={() => editAndResend(message.content)}
+            title="Put this question in the message box to change and send it again in its place"
+            onClick={() => editAndResend(message)}
           >
             Edit
           </button>
@@ -142,10 +144,10 @@ export function MessageBubble({ message, latest = false }: { message: UiMessage;
             <button
               type="button"
               className="small"
-              title="Ask the same question again"
+              title="Ask the same question again; the new answer replaces this one"
               onClick={() => {
                 const question = questionBefore(message.id);
-                if (question) void sendMessage(question);
+                if (question) void sendMessage(question.content, question.id);
               }}
             >
               Regenerate

@@ -9,6 +9,8 @@ import {
   type IdentifyTarget,
 } from "./identify";
 import type { RasterOverlay } from "./mapBridge";
+import type { FeatureInfo } from "./featureInfo";
+import { FeatureRows } from "./FeaturePanel";
 
 export type IdentifyState =
   | { status: "loading"; target: IdentifyTarget; lng: number; lat: number }
@@ -58,7 +60,16 @@ export function cancelIdentify(): void {
 }
 
 /** The value(s) at the clicked point: collection, values with units or classes, and where. */
-export function IdentifyPanel({ state, onClose }: { state: IdentifyState; onClose: () => void }) {
+export function IdentifyPanel({
+  state,
+  feature = null,
+  onClose,
+}: {
+  state: IdentifyState;
+  /** The vector feature clicked at the same point, if any: its properties, collapsed. */
+  feature?: FeatureInfo | null;
+  onClose: () => void;
+}) {
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       if (e.key !== "Escape" || e.defaultPrevented) return;
@@ -107,6 +118,12 @@ export function IdentifyPanel({ state, onClose }: { state: IdentifyState; onClos
           {formatLngLat(lng, lat)}
         </p>
       </div>
+      {feature ? (
+        <details className="identify-feature" data-testid="feature-popup">
+          <summary>{feature.title}: properties</summary>
+          <FeatureRows info={feature} />
+        </details>
+      ) : null}
     </section>
   );
 }

@@ -35,6 +35,8 @@ import {
 } from "./drawing";
 import { OVERLAY_ANCHOR_LAYER, overlayBeforeId } from "./frontendTools";
 import { cancelIdentify, identifyAt, IdentifyPanel, type IdentifyState } from "./IdentifyPanel";
+import { FeaturePanel } from "./FeaturePanel";
+import { featureInfo, type FeatureInfo } from "./featureInfo";
 import { APP_LAYERS, applyBasemap, layerSpec, readBasemapOpacities, syncOverlays } from "./layerState";
 import type { BasemapChoice } from "./mapBridge";
 import { markStyleLoaded, markStyleLoading, registerMap, styleIsLoading, unregisterMap } from "./mapRegistry";
@@ -163,6 +165,13 @@ export function MapView() {
     cancelIdentify();
     setIdentify(null);
   }, []);
+  /** The properties of the vector feature last clicked. */
+  const [picked, setPicked] = useState<FeatureInfo | null>(null);
+  const closePicked = useCallback(() => setPicked(null), []);
+  const closeAll = useCallback(() => {
+    closeIdentify();
+    setPicked(null);
+  }, [closeIdentify]);
 
   useEffect(() => {
     const container = containerRef.current;
@@ -217,7 +226,9 @@ export function MapView() {
         } else s.setDraw(next);
         return;
       }
-      s.setSelectedFeature(pickFeature(instance, e.point));
+      const feature = pickFeature(instance, e.point);
+      s.setSelectedFeature(feature);
+      setPicked(feature ? featureInfo(feature) : null);
       if (!identifyAt(s.overlays, p.lng, p.lat, setIdentify)) setIdentify(null);
     });
     instance.on("dblclick", (e: MapMouseEvent) => {
@@ -338,7 +349,15 @@ export function MapView() {
       <p className="coord-readout" data-testid="coords" title="Position under the pointer (WGS 84)">
         {pointer ? formatLngLat(pointer.lng, pointer.lat) : "Point at the map for coordinates"}
       </p>
-      {identify ? <IdentifyPanel state={identify} onClose={closeIdentify} /> : null}
+      {identify || picked ? (
+        <div className="map-popups">
+          {identify ? (
+            <IdentifyPanel state={identify} feature={picked} onClose={closeAll} />
+          ) : picked ? (
+            <FeaturePanel info={picked} onClose={closePicked} />
+          ) : null}
+        </div>
+      ) : null}
       {loadError ? (
         <p className="map-error" role="status">
           {loadError}

@@ -45,10 +45,28 @@ function describe(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+/** The models to pick from; none (no picker) when the gateway cannot say. */
+async function loadModels(): Promise<void> {
+  try {
+    const list = await api.models();
+    const names = Array.isArray(list?.models) ? list.models.filter((m): m is string => typeof m === "string") : [];
+    useChatStore.getState().setModels(names);
+  } catch {
+    useChatStore.getState().setModels([]);
+  }
+}
+
+/** The picked model, if the gateway offers it. */
+function chosenModel(): string | undefined {
+  const { chosenModel: chosen, models } = useChatStore.getState();
+  return chosen && models.includes(chosen) ? chosen : undefined;
+}
+
 /** Checks the gateway and shows which model answers. */
 export async function loadInfo(): Promise<boolean> {
   try {
     const info = await api.info();
+    void loadModels();
     if (info?.model) dispatch({ type: "set_model", model: info.model, provider: info.provider || null });
     if (chat().notice?.kind === "unreachable") dispatch({ type: "dismiss_notice" });
     return true;
@@ -326,14 +344,36 @@ export async function resumeActiveRun(): Promise<void> {
   void refreshSessions();
 }
 
-export async function sendMessage(text: string): Promise<void> {
+/**
+ * Sends a message. With `replace` (the id of a question of this conversation: regenerate, edit
+ * and resend) that question and everything after it are replaced by the new turn, here and,
+ * once the run is admitted, in the gateway's stored history.
+ */
+export async function sendMessage(text: string, replace?: string): Promise<void> {
   const message = text.trim();
   if (!message || isRunActive(chat())) return;
+  const replaced = replace === undefined ? undefined : chat().messages.find((m) => m.id === replace && m.role === "user");
   const abort = new AbortController();
   detachRun();
   runAbort = abort;
-  dispatch({ type: "send", userId: newId("u"), assistantId: newId("a"), text: message, createdAt: new Date().toISOString() });
-  const request = { message, session_id: chat().sessionId, spatial_context: spatialContext() };
+  const sessionId = chat().sessionId;
+  dispatch({
+    type: "send",
+    userId: newId("u"),
+    assistantId: newId("a"),
+    text: message,
+    createdAt: new Date().toISOString(),
+    replaceFrom: replaced?.id,
+  });
+  // A question never stored (its run was refused) is only taken out here.
+  const replaceTurn = sessionId && replaced?.turn !== undefined ? replaced.turn : undefined;
+  const request = {
+    message,
+    session_id: sessionId,
+    spatial_context: spatialContext(),
+    ...(replaceTurn !== undefined ? { replace_turn: replaceTurn } : {}),
+    ...(chosenModel() ? { model: chosenModel() } : {}),
+  };
 
   try {
     const outcome = await sendWithQueue(

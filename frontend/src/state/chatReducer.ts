@@ -7,7 +7,8 @@ import { groundingFromEvent, rememberGrounding, restoreGrounding } from "./groun
 export type RunFailure = "unreachable" | "busy" | "http" | "stream_lost" | "queue_left";
 
 export type ChatAction =
-  | { type: "send"; userId: string; assistantId: string; text: string; createdAt: string }
+  /** `replaceFrom`: regenerate or edit and resend; that question and all after it leave the conversation. */
+  | { type: "send"; userId: string; assistantId: string; text: string; createdAt: string; replaceFrom?: string }
   /** Following again a run started before a reload; `question` is added unless the history has it. */
   | { type: "reattach"; userId: string; assistantId: string; question: string | null; runId: string }
   | { type: "event"; event: AgentEvent; eventId: string | null }
@@ -268,6 +269,24 @@ export function activityAfter(current: RunActivity, event: AgentEvent, now: numb
   return { ...next, since: now };
 }
 
+/** The messages before `id` (all of them without an id, or when it is not there). */
+function messagesBefore(messages: UiMessage[], id: string | undefined): UiMessage[] {
+  const at = id === undefined ? -1 : messages.findIndex((m) => m.id === id);
+  return at < 0 ? messages : messages.slice(0, at);
+}
+
+/**
+ * The run answering the question before `assistantId` started: the gateway stores that
+ * question, after every question stored before it.
+ */
+function numberQuestion(messages: UiMessage[], assistantId: string): UiMessage[] {
+  const at = messages.findIndex((m) => m.id === assistantId) - 1;
+  const question = messages[at];
+  if (!question || question.role !== "user" || question.turn !== undefined) return messages;
+  const turn = messages.slice(0, at).filter((m) => m.role === "user" && m.turn !== undefined).length;
+  return messages.map((m, index) => (index === at ? { ...m, turn } : m));
+}
+
 function applyEvent(state: ChatState, event: AgentEvent, eventId: string | null): ChatState {
   const run = state.run;
   if (!run) return state; // no run is waiting for events
@@ -300,6 +319,7 @@ function applyEvent(state: ChatState, event: AgentEvent, eventId: string | null)
         ...(p.value.model && p.value.model !== next.model ? { model: p.value.model, provider: null } : {}),
       };
       if (next.notice && (next.notice.kind === "queued" || next.notice.kind === "resuming")) next.notice = null;
+      next = { ...next, messages: numberQuestion(next.messages, run.assistantId) };
       break;
     case "approvalRequired":
       next = {
@@ -361,7 +381,7 @@ export function chatReducer(state: ChatState, action: ChatAction): ChatState {
       return {
         ...state,
         messages: [
-          ...state.messages,
+          ...messagesBefore(state.messages, action.replaceFrom),
           {
             id: action.userId,
             role: "user",

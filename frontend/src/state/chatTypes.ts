@@ -65,6 +65,12 @@ export interface UiMessage {
   error?: { code: string; message: string };
   /** Only on answers whose `done` carried the check (older history has none). */
   grounding?: AnswerGrounding;
+  /**
+   * On a question the gateway has stored: its 0-based position among the conversation's
+   * questions, which regenerate and edit-and-resend send as `replace_turn`. Absent while
+   * its run has not started (or was refused).
+   */
+  turn?: number;
 }
 
 export interface PendingApproval {

@@ -42,6 +42,7 @@ function callActivity(call: HistoryToolCall, id: string): Activity {
  */
 export function messagesFromHistory(sessionId: string, history: HistoryMessage[]): UiMessage[] {
   const out: UiMessage[] = [];
+  let turn = 0;
   let pendingActivities: Activity[] = [];
   let pendingCharts: ChartSpec[] = [];
   history.forEach((msg, index) => {
@@ -57,6 +58,7 @@ export function messagesFromHistory(sessionId: string, history: HistoryMessage[]
         activities: [],
         charts: [],
         createdAt: msg.created_at ?? undefined,
+        turn: turn++,
       });
       return;
     }

@@ -18,5 +18,7 @@ export function writeStorage(key: string, value: string | null): void {
 }
 
 export const SESSION_KEY = "stacgis.sessionId";
+/** The model chosen in the picker. */
+export const MODEL_KEY = "stacgis.model";
 /** The run this tab follows ({runId, sessionId, question}), so a reload can follow it again. */
 export const ACTIVE_RUN_KEY = "stacgis.activeRun";

@@ -170,9 +170,15 @@ async def chat(
     session_id: str | None = None,
     spatial_context: dict[str, Any] | None = None,
     stop_after: int | None = None,
+    replace_turn: int | None = None,
+    model: str | None = None,
 ) -> Stream:
     """POST /chat/stream and read the whole stream (or its first `stop_after` events, then drop it)."""
-    body = {"message": message, "session_id": session_id, "spatial_context": spatial_context}
+    body: dict[str, Any] = {"message": message, "session_id": session_id, "spatial_context": spatial_context}
+    if replace_turn is not None:
+        body["replace_turn"] = replace_turn
+    if model is not None:
+        body["model"] = model
     async with client.stream(
         "POST", f"{base}/api/v1/chat/stream", json=body, headers=headers or {}, timeout=60
     ) as response:

@@ -13,7 +13,8 @@ the user's message:
     [die]        exit the whole process after half the answer (the orchestrator dying mid-run)
     [hang]       after the first delta, wait until cancelled
 
-`GET /_scripted/runs` lists the requests received (with the verified identity) for assertions.
+`GET /_scripted/runs` lists the requests received (with the verified identity) for assertions; `GET /v1/models`
+offers two models (`GET /_scripted/models`: who asked).
 
 It also stands in for vector-tools' internal place search (`GET /places/search?q=&limit=`, internal token
 verified) over three places; the words `slow`, `broken` and `refused` make it hang, fail (500) or refuse (422).
@@ -41,6 +42,8 @@ from stacgis_proto.v1 import events_pb2, run_pb2
 
 DIRECTIVE = re.compile(r"\[(\w+)(?:=([\d.]+))?\]")
 MODEL = "scripted"
+# What GET /v1/models offers, the default first (as the orchestrator lists its provider's models).
+MODELS = [MODEL, "scripted-large"]
 
 app = FastAPI()
 settings = ServiceSettings()
@@ -109,7 +112,9 @@ async def script(request: run_pb2.RunRequest, run_id: str) -> AsyncIterator[Serv
     tool_calls = 0
     sent: list[str] = []
 
-    yield emit.event(run_started=events_pb2.RunStarted(session_id=request.session_id, model=MODEL))
+    yield emit.event(
+        run_started=events_pb2.RunStarted(session_id=request.session_id, model=request.options.model or MODEL)
+    )
     emit.step = 1
     if "thinking" in plan:
         for piece in ("Let me ", "think."):
@@ -224,6 +229,7 @@ async def start_run(request: Request, identity: Annotated[Identity, Depends(veri
             "message": run.message,
             "history": json_format.MessageToDict(run).get("history", []),
             "spatial_context": json_format.MessageToDict(run).get("spatialContext"),
+            "model": run.options.model or None,
         }
     )
     return EventSourceResponse(script(run, run_id), ping=0, sep="\n")
@@ -278,6 +284,20 @@ async def places(q: str, limit: int, identity: Annotated[Identity, Depends(verif
 @app.get("/_scripted/places")
 async def searched() -> list[dict[str, Any]]:
     return place_searches
+
+
+models_asked: list[str] = []
+
+
+@app.get("/v1/models")
+async def models(identity: Annotated[Identity, Depends(verified)]) -> dict[str, Any]:
+    models_asked.append(identity.user_id)
+    return {"provider": "scripted", "default": MODEL, "models": MODELS, "listed": True}
+
+
+@app.get("/_scripted/models")
+async def asked_models() -> list[str]:
+    return models_asked
 
 
 @app.get("/_scripted/runs")

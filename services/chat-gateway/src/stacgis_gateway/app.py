@@ -24,7 +24,7 @@ from starlette.routing import Route
 from stacgis_common.health import health_routes
 from stacgis_common.telemetry import OTEL_ASGI_OPTIONS, MetricsMiddleware, metrics_endpoint, setup_telemetry
 
-from .api import chat, mcp_proxy, meta, places, runs, sessions, tokens
+from .api import chat, mcp_proxy, meta, models, places, runs, sessions, tokens
 from .api.problems import ApiProblem, problem_handler
 from .auth import CookieMiddleware, build_authenticator
 from .bodylimit import BodyLimitMiddleware
@@ -34,6 +34,7 @@ from .fanout import StreamHub
 from .gate import ConcurrencyGate
 from .history_writes import HistoryWriter
 from .keys import RedisKeys
+from .models import ModelCatalog
 from .orchestrator import OrchestratorClient
 from .ratelimit import RateLimiter
 from .runs import RunManager
@@ -138,6 +139,7 @@ async def build_gateway(settings: GatewaySettings) -> Gateway:
         hub=hub,
         history=history,
         orchestrator=orchestrator,
+        models=ModelCatalog(settings, orchestrator),
         auth=build_authenticator(settings),
     )
 
@@ -213,7 +215,7 @@ def create_app(settings: GatewaySettings) -> FastAPI:
             Middleware(CookieMiddleware),
         ],
     )
-    for router in (chat.router, sessions.router, runs.router, meta.router, tokens.router, places.router):
+    for router in (chat.router, sessions.router, runs.router, meta.router, models.router, tokens.router, places.router):
         app.include_router(router, prefix=API_PREFIX)
     app.include_router(mcp_proxy.router)
     app.add_exception_handler(ApiProblem, problem_handler)

@@ -135,6 +135,8 @@ class GatewaySettings(ServiceSettings):
     place_search_timeout_seconds: float = Field(default=5.0, gt=0, le=60)
     place_search_per_minute: int = Field(default=120, ge=0)
 
+    # How long the orchestrator's model list (GET /models, and the check of a message's `model`) is kept.
+    models_cache_seconds: float = Field(default=30.0, ge=0)
     model_label: str = "qwen3"
     provider_label: str = "ollama"
     trace_file: str | None = None

@@ -69,10 +69,17 @@ def event_json(message: events_pb2.AgentEvent) -> dict[str, Any]:
 
 
 def run_request(
-    run_id: str, session_id: str, message: str, history: list[ChatMessage], spatial: dict[str, Any] | None
+    run_id: str,
+    session_id: str,
+    message: str,
+    history: list[ChatMessage],
+    spatial: dict[str, Any] | None,
+    model: str | None = None,
 ) -> dict[str, Any]:
     """The proto3 JSON of stacgis.v1.RunRequest, built with the generated types."""
     request = run_pb2.RunRequest(run_id=run_id, session_id=session_id, message=message)
+    if model:
+        request.options.model = model
     for item in history:
         json_format.ParseDict(item.to_proto_json(), request.history.add())
     if spatial:

@@ -16,6 +16,7 @@ from .gate import ConcurrencyGate
 from .history_writes import HistoryWriter
 from .keys import RedisKeys
 from .metrics import REJECTIONS
+from .models import ModelCatalog
 from .orchestrator import OrchestratorClient
 from .ratelimit import RateLimiter
 from .runs import RunManager
@@ -38,6 +39,7 @@ class Gateway:
     hub: StreamHub
     history: HistoryWriter
     orchestrator: OrchestratorClient
+    models: ModelCatalog
     auth: Authenticator
 
 

@@ -79,6 +79,18 @@ class OrchestratorClient:
             payload = {"detail": response.text[:500]}
         return Forwarded(response.status_code, payload)
 
+    async def models(self, token: str) -> Forwarded:
+        """GET /v1/models: the chat models a run may ask for, the default first."""
+        try:
+            response = await self._http.get("/v1/models", headers={"Authorization": f"Bearer {token}"}, timeout=10.0)
+        except httpx.HTTPError as error:
+            raise OrchestratorError(f"orchestrator unreachable: {type(error).__name__}: {error}") from None
+        try:
+            payload: Any = response.json()
+        except ValueError:
+            payload = {"detail": response.text[:500]}
+        return Forwarded(response.status_code, payload)
+
     async def cancel(self, run_id: str, token: str) -> Forwarded:
         return await self._post(f"/v1/runs/{run_id}/cancel", token)
 

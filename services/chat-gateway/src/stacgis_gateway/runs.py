@@ -40,6 +40,8 @@ class RunSpec:
     session: Session
     message: str
     spatial_context: dict[str, Any] | None
+    # The model the user chose (checked against the orchestrator's list); None: the orchestrator's default.
+    model: str | None = None
     started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
 
@@ -126,7 +128,7 @@ class RunManager:
                 self._settings.internal_token_audience,
             )
             request = run_request(
-                spec.run_id, spec.session.id, spec.message, spec.session.history, spec.spatial_context
+                spec.run_id, spec.session.id, spec.message, spec.session.history, spec.spatial_context, spec.model
             )
             async with contextlib.aclosing(self._orchestrator.stream_run(request, token)) as events:
                 async for event in events:

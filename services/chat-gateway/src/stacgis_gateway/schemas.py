@@ -9,13 +9,15 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi.exceptions import RequestValidationError
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from .config import GatewaySettings
 from .geo import check_feature, check_geometry
 
 # GeoJSON needs about six levels; anything deeper in a user's feature is hostile, not geography.
 MAX_JSON_DEPTH = 32
+# Far beyond any conversation, and well inside Postgres' bigint OFFSET.
+MAX_TURN = 1_000_000
 
 
 def _encodable(text: str) -> str | None:
@@ -92,6 +94,20 @@ class ChatRequest(BaseModel):
         default=None, description="Session to continue; null starts a new one (its id comes in the `session` event)"
     )
     spatial_context: SpatialContext | None = None
+    model: CleanText | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="The model to answer with, one of GET /models; absent: the default",
+    )
+    replace_turn: StrictInt | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_TURN,
+        description="Regenerate or edit and resend: the question this message replaces, as its 0-based position "
+        "among the session's user messages in history order. That question and everything after it are deleted "
+        "from the session when the run is admitted; needs `session_id`",
+    )
 
 
 def _error(loc: tuple[str | int, ...], message: str, kind: str = "value_error") -> dict[str, Any]:
@@ -111,6 +127,8 @@ def check_chat_request(request: ChatRequest, settings: GatewaySettings) -> None:
                 "string_too_long",
             )
         )
+    if request.replace_turn is not None and request.session_id is None:
+        errors.append(_error(("body", "replace_turn"), "replace_turn needs the session_id of the conversation"))
     context = request.spatial_context
     if context is not None:
         errors += _geojson_errors(
@@ -360,6 +378,11 @@ class Info(BaseModel):
     model: str
     provider: str
     auth_mode: str
+
+
+class ModelList(BaseModel):
+    default: str = Field(description="The model a message gets without `model`")
+    models: list[str] = Field(description="Every model a message may name, the default first")
 
 
 class Usage(BaseModel):

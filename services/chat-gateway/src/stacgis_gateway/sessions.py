@@ -89,6 +89,14 @@ class SessionService:
         session.history = trim_history(session.history + messages, self._history_limit)
         await self._cache(session)
 
+    async def replace_from(self, session: Session, turn: int) -> None:
+        """Drop the session's `turn`-th question and all after it (regenerate, edit and resend), in Postgres
+        and in the cached history the next run is given."""
+        await self._store.truncate_at_question(session.id, session.user_id, turn)
+        history = await self._store.model_history(session.id, self._history_limit)
+        session.history = trim_history(history, self._history_limit)
+        await self._cache(session)
+
     async def _cache(self, session: Session) -> None:
         payload = {"user_id": session.user_id, "history": [m.to_cache() for m in session.history]}
         await self._redis.set(self._keys.session(session.id), json.dumps(payload), ex=self._ttl)

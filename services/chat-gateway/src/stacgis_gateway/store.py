@@ -197,6 +197,30 @@ class HistoryStore:
                 )
         return [dict(row) for row in rows]
 
+    async def question_count(self, session_id: str) -> int:
+        """How many user messages (questions) the session holds."""
+        count: int = await self._pool.fetchval(
+            "SELECT count(*) FROM gateway.messages WHERE session_id = $1 AND role = 'user'", uuid.UUID(session_id)
+        )
+        return count
+
+    async def truncate_at_question(self, session_id: str, user_id: str, turn: int) -> int:
+        """Delete the session's `turn`-th question (0-based) and every message after it, if the session is the
+        user's; returns how many messages were deleted."""
+        result = await self._pool.execute(
+            """
+            DELETE FROM gateway.messages m
+             USING gateway.sessions s
+             WHERE m.session_id = $1 AND s.id = m.session_id AND s.user_id = $2
+               AND m.id >= (SELECT id FROM gateway.messages
+                             WHERE session_id = $1 AND role = 'user' ORDER BY id OFFSET $3 LIMIT 1)
+            """,
+            uuid.UUID(session_id),
+            user_id,
+            turn,
+        )
+        return int(result.split()[-1])
+
     async def model_history(self, session_id: str, limit: int) -> list[ChatMessage]:
         rows = await self.messages(session_id, limit)
         return [

@@ -9,12 +9,14 @@ import uuid
 from typing import Any
 
 from fastapi import APIRouter
+from fastapi.exceptions import RequestValidationError
 from sse_starlette import EventSourceResponse
 
 from ..contract import RunSummary
 from ..deps import Gateway, GatewayDep, UserId
 from ..fanout import UNREADABLE
 from ..metrics import REJECTIONS
+from ..models import ModelsUnavailable
 from ..runs import RunSpec
 from ..schemas import (
     ActiveRun,
@@ -52,10 +54,52 @@ def _title(message: str) -> str:
     return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1].rstrip() + "…"
 
 
+async def _check_model(gateway: Gateway, user_id: str, model: str) -> None:
+    """A 422 naming `model` unless the orchestrator offers it (a 503 when it cannot say)."""
+    try:
+        choices = await gateway.models.choices(user_id)
+    except ModelsUnavailable as error:
+        raise ApiProblem(
+            503,
+            {"detail": f"the chosen model cannot be checked now ({error}); retry shortly"},
+            {"Retry-After": str(RETRY_AFTER_SECONDS)},
+        ) from None
+    if model not in choices.models:
+        raise RequestValidationError(
+            [
+                {
+                    "type": "value_error",
+                    "loc": ("body", "model"),
+                    "msg": f"unknown model {model!r}; GET /api/v1/models lists the {len(choices.models)} offered",
+                    "input": model,
+                }
+            ]
+        )
+
+
+async def _check_turn(gateway: Gateway, session_id: str, turn: int) -> None:
+    """A 422 naming `replace_turn` unless the session has that question (checked under the session's run lock)."""
+    questions = await gateway.store.question_count(session_id)
+    if turn >= questions:
+        raise RequestValidationError(
+            [
+                {
+                    "type": "value_error",
+                    "loc": ("body", "replace_turn"),
+                    "msg": f"the session has {questions} questions; replace_turn must be below that",
+                    "input": turn,
+                }
+            ]
+        )
+
+
 async def admit_run(gateway: Gateway, user_id: str, body: ChatRequest) -> RunSpec:
-    """Every check a new run passes, in order: input, rate, session, one run per session, the gate."""
+    """Every check a new run passes, in order: input, model, rate, session, one run per session, the question
+    to replace, the gate."""
     settings = gateway.settings
     check_chat_request(body, settings)
+    if body.model is not None:
+        await _check_model(gateway, user_id, body.model)
     decision = await gateway.limiter.hit(user_id)
     if not decision.allowed:
         REJECTIONS.labels("rate_limited").inc()
@@ -78,6 +122,8 @@ async def admit_run(gateway: Gateway, user_id: str, body: ChatRequest) -> RunSpe
         REJECTIONS.labels("session_busy").inc()
         raise ApiProblem(409, {"detail": "this session already has a run in progress", "run_id": holder})
     try:
+        if body.replace_turn is not None:
+            await _check_turn(gateway, session.id, body.replace_turn)
         try:
             admission = await gateway.gate.acquire(run_id, user_id)
         except BaseException:
@@ -104,8 +150,11 @@ async def admit_run(gateway: Gateway, user_id: str, body: ChatRequest) -> RunSpe
         try:
             if new_session:
                 await gateway.sessions.save_new(session, _title(body.message))
+            elif body.replace_turn is not None:
+                # Only now that the run is admitted: a refused request must not cost the old turn.
+                await gateway.sessions.replace_from(session, body.replace_turn)
             context = body.spatial_context.model_dump(mode="json") if body.spatial_context else None
-            spec = RunSpec(run_id, user_id, session, body.message, context)
+            spec = RunSpec(run_id, user_id, session, body.message, context, body.model)
             await gateway.manager.start(spec)
         except BaseException:
             await gateway.gate.release_quietly(run_id, user_id)
