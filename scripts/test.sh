@@ -1,5 +1,9 @@
 #!/usr/bin/env bash
 # Every test suite, against real servers started here. Used by `make test` and CI.
+#   scripts/test.sh           everything
+#   scripts/test.sh --quick   only the suites that need no shared stack: the service suites, the
+#                             frontend unit tests and lint (no fixed ports, no reliability suites)
+# TEST_JOBS (default 3) bounds how many of those run at once.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
@@ -7,32 +11,97 @@ PYTEST=(.venv/bin/pytest -p no:cacheprovider)
 export HF_HUB_OFFLINE=1
 # Services refuse the public development secrets unless this is set (docs/security.md).
 export STACGIS_ALLOW_DEV_SECRETS=1
+QUICK=0
+[ "${1:-}" = --quick ] && QUICK=1
+JOBS=${TEST_JOBS:-3}
 failed=()
-run() { # run NAME COMMAND...: run one suite, remember failures, keep going
+result() { # result NAME STATUS START: the line CI greps, and the failure remembered
+  if [ "$2" = 0 ]; then
+    printf '===== %s: passed (%ss)\n' "$1" $((SECONDS - $3))
+  else
+    printf '===== %s: FAILED (%ss)\n' "$1" $((SECONDS - $3))
+    failed+=("$1")
+  fi
+}
+run() { # run NAME COMMAND...: run one suite in the foreground, remember failures, keep going
   local name=$1; shift
   printf '\n===== %s =====\n' "$name"
   local start=$SECONDS
-  if "$@"; then
-    printf '===== %s: passed (%ss)\n' "$name" $((SECONDS - start))
-  else
-    printf '===== %s: FAILED (%ss)\n' "$name" $((SECONDS - start))
-    failed+=("$name")
-  fi
+  "$@"
+  result "$name" $? $start
+}
+
+# Suites that share nothing (each pytest session has its own database, Redis db, free ports and
+# temporary folders; the shared download caches and .local/data are built under file locks) run
+# side by side, at most $JOBS at once. Each one's output goes to a file, printed whole when it ends.
+LOGS=$(mktemp -d "${TMPDIR:-/tmp}/stacgis-test.XXXXXX")
+trap 'rm -rf "$LOGS"' EXIT
+declare -A job_name=() job_start=() job_log=()
+start() { # start NAME COMMAND...: run one suite in the background once a slot is free
+  while [ ${#job_name[@]} -ge "$JOBS" ]; do reap; done
+  local name=$1; shift
+  local log="$LOGS/${#job_log[@]}-${name//[^A-Za-z0-9]/_}.log"
+  "$@" >"$log" 2>&1 </dev/null &
+  job_name[$!]=$name job_start[$!]=$SECONDS job_log[$!]=$log
+}
+reap() { # wait for the next suite to end, then print its output and result
+  local pid status
+  wait -n -p pid
+  status=$?
+  printf '\n===== %s =====\n' "${job_name[$pid]}"
+  cat "${job_log[$pid]}"
+  # A suite killed mid-line leaves no final newline: the result line must start a line of its own.
+  [ -n "$(tail -c 1 "${job_log[$pid]}")" ] && echo
+  result "${job_name[$pid]}" $status "${job_start[$pid]}"
+  unset "job_name[$pid]" "job_start[$pid]"
+}
+reap_all() { while [ ${#job_name[@]} -gt 0 ]; do reap; done; }
+# Job control gives each background suite its own process group with SIGINT left on (without it a
+# background job ignores SIGINT): Ctrl-C or a kill of this script interrupts every running suite,
+# so that pytest tears its fixtures down, and 20 s later ends what is left of each group.
+interrupt() {
+  local pids=("${!job_name[@]}") pid left
+  for pid in "${pids[@]}"; do kill -INT -- "-$pid" 2>/dev/null; done
+  for _ in {1..40}; do
+    left=0
+    for pid in "${pids[@]}"; do kill -0 -- "-$pid" 2>/dev/null && left=1; done
+    [ $left = 0 ] && break
+    sleep 0.5
+  done
+  for pid in "${pids[@]}"; do kill -TERM -- "-$pid" 2>/dev/null; done
+  exit 130
 }
 existing() { for path in "$@"; do [ -e "$path" ] && printf '%s\n' "$path"; done; }
+summary() { # the failed-suite list CI greps, and the exit status
+  echo
+  if [ ${#failed[@]} -gt 0 ]; then
+    printf 'FAILED suites: %s\n' "${failed[*]}"
+    exit 1
+  fi
+  echo "all suites passed"
+  exit 0
+}
 
 $PY scripts/local_infra.py up --no-model-server || exit 1
 
-mapfile -t service_suites < <(existing services/common/tests dev/model-server/tests services/raster-tools/tests \
-  services/vector-tools/tests services/knowledge-tools/tests services/memory-tools/tests \
-  services/agent-orchestrator/tests services/chat-gateway/tests proto/tests tests/infra tests/chart tests/eval)
+# Slowest first, so that the short ones fill the gaps at the end rather than a long one starting last.
+mapfile -t service_suites < <(existing services/agent-orchestrator/tests services/chat-gateway/tests \
+  services/raster-tools/tests dev/model-server/tests services/vector-tools/tests services/knowledge-tools/tests \
+  tests/infra services/common/tests services/memory-tools/tests tests/chart proto/tests tests/eval)
+set -m
+trap interrupt INT TERM
+start "lint (ruff, mypy --strict, tsc + eslint)" bash -c "make --no-print-directory lint-only"
 for suite in "${service_suites[@]}"; do
-  run "$suite" "${PYTEST[@]}" -q "$suite"
+  start "$suite" "${PYTEST[@]}" -q "$suite"
 done
-
 if [ -f frontend/package.json ]; then
-  run "frontend unit tests" bash -c "cd frontend && npm test --silent"
+  start "frontend unit tests" bash -c "cd frontend && npm test --silent"
 fi
+reap_all
+trap - INT TERM
+set +m
+
+[ $QUICK = 1 ] && summary
 
 if [ -d tests/e2e ] || [ -d frontend/e2e ]; then
   $PY scripts/stack.py down >/dev/null 2>&1
@@ -77,11 +146,4 @@ for suite in tests/hostile tests/load tests/fault; do
   [ -d "$suite" ] && run "$suite" "${PYTEST[@]}" -q -s "$suite"
 done
 
-run "lint (ruff, mypy --strict, tsc + eslint)" bash -c "make --no-print-directory lint-only"
-
-echo
-if [ ${#failed[@]} -gt 0 ]; then
-  printf 'FAILED suites: %s\n' "${failed[*]}"
-  exit 1
-fi
-echo "all suites passed"
+summary

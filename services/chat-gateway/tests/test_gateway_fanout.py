@@ -207,9 +207,18 @@ async def test_many_sse_streams_of_one_gateway_share_one_reader_and_every_idle_o
 
         tasks = [asyncio.create_task(follow()) for _ in range(streams)]
         await asyncio.wait_for(opened.wait(), 60)
-        # Every stream gets its two events and then pings from the timer (heartbeat 0.5 s here).
-        while any(len(s.events) < 2 or not s.comments for s in counts):
-            await asyncio.sleep(0.1)
+
+        # Every stream gets its two events and then pings from the timer (heartbeat 0.5 s here); bounded,
+        # so that a stream that never gets them fails the test instead of hanging the suite.
+        async def all_pinged() -> None:
+            while any(len(s.events) < 2 or not s.comments for s in counts):
+                await asyncio.sleep(0.1)
+
+        try:
+            await asyncio.wait_for(all_pinged(), 60)
+        except TimeoutError:
+            waiting = [(s.status, s.names, s.comments[:1]) for s in counts if len(s.events) < 2 or not s.comments]
+            pytest.fail(f"{len(waiting)} of {streams} streams lack two events or a ping after 60 s: {waiting[:5]}")
         assert all(s.comments[0] == "ping" for s in counts)
         # 120 followers, one blocked read: the gateway's reader (no connection is held per stream).
         reader = f"stacgis-gateway-reader-{gateways.a.process.pid}"

