@@ -252,6 +252,31 @@ async def test_a_question_comparing_two_months_runs_detect_change_over_them(
 
 
 @pytest.mark.asyncio
+async def test_a_question_counting_scenes_runs_an_item_search_with_its_cloud_limit(
+    places_orch: RunningService, placed_raster: RunningService, model_url: str
+) -> None:
+    # The 1.5B model answered "how many scenes ... at most 2 % cloud cover" with a scene time series.
+    box = [-34.9, -8.02, -34.86, -7.98]
+    asked = {"collection_id": "landsat7-olinda-scenes", "expression": "ndvi", "bbox": box}
+    message = (
+        "How many scenes of landsat7-olinda-scenes cover the box -34.9, -8.02, -34.86, -7.98 "
+        "with at most 2 % cloud cover?"
+    )
+    events = await one_call(places_orch, model_url, message, "get_scene_timeseries", asked)
+    start = payload(events, "tool_start")
+    assert start["toolName"] == "search_items"
+    sent = {"collection_id": "landsat7-olinda-scenes", "bbox": box, "max_cloud_cover": 2.0}
+    assert start["arguments"] == sent
+    error, direct = await call_tool(placed_raster.url, "search_items", sent)
+    assert not error, direct
+    counted = json.loads(payload(events, "tool_result")["result"])
+    assert counted["count"] == direct["count"]
+    # The filter is what the user wrote: fewer scenes than without it.
+    error, unfiltered = await call_tool(placed_raster.url, "search_items", {**sent, "max_cloud_cover": None})
+    assert not error and 0 < direct["count"] < unfiltered["count"], (direct["count"], unfiltered["count"])
+
+
+@pytest.mark.asyncio
 async def test_a_call_on_a_collection_of_other_years_runs_on_the_one_with_the_years_asked(
     places_orch: RunningService, placed_raster: RunningService, model_url: str
 ) -> None:

@@ -599,3 +599,51 @@ def test_a_scene_collection_with_red_and_nir_holds_ndvi_for_the_scene_tools_only
     # A band-math call on a collection without NDVI is pointed at the scenes, which derive it.
     refused = call_gap(question, catalog, "olinda", band_math=True)
     assert refused is not None and "collections with ndvi: olinda-scenes" in refused
+
+
+@pytest.mark.parametrize(
+    ("question", "counts", "limit"),
+    [
+        ("How many scenes of landsat7-olinda-scenes cover the box with at most 2 % cloud cover?", True, 2.0),
+        ("How many Landsat images have less than 10% clouds over Olinda?", True, 10.0),
+        ("Number of items with cloud cover below 5.5 percent in 2000", True, 5.5),
+        ("Count the scenes over Recife", True, None),
+        ("What is the mean NDVI of the scenes with cloud cover under 20 %?", False, 20.0),
+        ("How many time steps does bcsd-temperature-1999 have?", False, None),
+        ("How much rain fell in July?", False, None),
+    ],
+)
+def test_questions_counting_scenes_and_their_cloud_limits(question: str, counts: bool, limit: float | None) -> None:
+    from stacgis_orchestrator.tools.scenes import asks_to_count_scenes, cloud_limit
+
+    assert asks_to_count_scenes(question) is counts
+    assert cloud_limit(question) == limit
+
+
+def test_a_scene_count_keeps_the_calls_area_and_period_and_leaves_other_calls_alone() -> None:
+    from stacgis_orchestrator.llm.types import ToolCall
+    from stacgis_orchestrator.tools.scenes import settle_scene_count
+
+    def scenes(collection_id: str) -> bool:
+        return collection_id.endswith("-scenes")
+
+    question = "How many scenes cover Olinda in 2000 with less than 3 % cloud?"
+    series = ToolCall(
+        "1",
+        "get_scene_timeseries",
+        {"collection_id": "x-scenes", "expression": "ndvi", "place": "Olinda", "start": "2000-01", "end": "2000-12"},
+    )
+    settled = settle_scene_count(series, question, scenes)
+    assert settled.name == "search_items"
+    assert settled.arguments == {
+        "collection_id": "x-scenes",
+        "place": "Olinda",
+        "datetime": "2000-01/2000-12",
+        "max_cloud_cover": 3.0,
+    }
+    search = ToolCall("2", "search_items", {"collection_id": "x-scenes", "place": "Olinda", "max_cloud_cover": 3.0})
+    assert settle_scene_count(search, question, scenes) is search
+    single_file = ToolCall("3", "get_raster_statistics", {"collection_id": "lux-dem", "place": "Olinda"})
+    assert settle_scene_count(single_file, question, scenes) is single_file
+    stats = ToolCall("4", "get_scene_statistics", {"collection_id": "x-scenes", "expression": "ndvi"})
+    assert settle_scene_count(stats, "What is the mean NDVI of the scenes?", scenes) is stats

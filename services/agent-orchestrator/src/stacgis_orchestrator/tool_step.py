@@ -31,6 +31,7 @@ from .tools.periods import settle_comparison, settle_period
 from .tools.places import PlaceError, resolve_place, settle_places, settle_view
 from .tools.pool import ToolUnavailable
 from .tools.registry import RegisteredTool
+from .tools.scenes import settle_scene_count
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("stacgis_orchestrator")
@@ -57,7 +58,7 @@ class ToolStep:
     async def act(self, calls: list[ToolCall], offered: list[ToolSpec]) -> list[Message]:
         """Run one step's tool calls; returns their tool messages in call order."""
         found = self.found
-        calls = [self._settle_time(self._misnamed(call, offered)) for call in calls]
+        calls = [self._settle_question(self._misnamed(call, offered)) for call in calls]
         found.called.update(call.name for call in calls)
         data_calls = [c for c in calls if "collection_id" in c.arguments or "collection_ids" in c.arguments]
         found.data_asked = found.data_asked or bool(data_calls)
@@ -233,13 +234,23 @@ class ToolStep:
         collection = self.found.catalog.collections.get(collection_id)
         return collection is not None and collection.years is not None
 
-    def _settle_time(self, call: ToolCall) -> ToolCall:
-        """The user's words about time win (`tools/periods.py`): two compared periods, or a year."""
+    def _settle_question(self, call: ToolCall) -> ToolCall:
+        """The user's words win: two compared periods or a year (`tools/periods.py`), scenes counted
+        (`tools/scenes.py`)."""
         compared = settle_comparison(call, self.run.message, lambda name: self.deps.catalog.get(name) is not None)
         if compared is not call:
             a, b = compared.arguments["period_a"], compared.arguments["period_b"]
             self.context.note(f"The question compares two periods: running {compared.name} for {a} and {b}.\n")
+        if self.deps.catalog.get("search_items") is not None:
+            counted = settle_scene_count(compared, self.run.message, self._scene_collection)
+            if counted.name != compared.name:
+                self.context.note(f"The question counts scenes: running {counted.name}.\n")
+            compared = counted
         return settle_period(compared, self.run.message)
+
+    def _scene_collection(self, collection_id: str) -> bool:
+        collection = self.found.catalog.collections.get(collection_id)
+        return collection is not None and collection.scenes
 
     def _misnamed(self, call: ToolCall, offered: list[ToolSpec]) -> ToolCall:
         """A misremembered tool name runs as the tool its arguments fit (`calls.renamed`)."""

@@ -208,7 +208,10 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
 
     @server.tool(
         annotations=READ_ONLY,
-        description="Use for finding the scenes (items) of a scene collection over a place and period.",
+        description=(
+            "Use for finding or counting the scenes (items) of a scene collection over a place and period, "
+            "e.g. 'how many scenes with at most 10 % cloud cover'."
+        ),
     )
     async def search_items(
         collection_id: SceneCollectionId,
