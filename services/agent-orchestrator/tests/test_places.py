@@ -277,6 +277,45 @@ async def test_a_question_counting_scenes_runs_an_item_search_with_its_cloud_lim
 
 
 @pytest.mark.asyncio
+async def test_a_question_naming_a_composite_runs_scene_statistics_with_it(
+    places_orch: RunningService, placed_raster: RunningService, model_url: str
+) -> None:
+    # The 1.5B model's own call: the zonal tool, a median composite, `place: "box"` beside the box.
+    box = [-84.0, 34.0, -78.0, 36.5]
+    asked = {
+        "collection_id": "bcsd-1999-scenes",
+        "bbox": box,
+        "place": "box",
+        "datetime": "1999",
+        "composite": "median",
+        "cloud_mask": True,
+    }
+    message = (
+        "From the climate scenes bcsd-1999-scenes, make the maximum composite of precipitation over 1999 "
+        "and give its mean inside the box -84, 34, -78, 36.5."
+    )
+    events = await one_call(places_orch, model_url, message, "compute_zonal_stats", asked)
+    start = payload(events, "tool_start")
+    assert start["toolName"] == "get_scene_statistics"
+    sent = start["arguments"]
+    assert (sent["composite"], sent["expression"], sent["bbox"]) == ("max", "precipitation", box)
+    result = json.loads(payload(events, "tool_result")["result"])
+    direct_args = {
+        "collection_id": "bcsd-1999-scenes",
+        "expression": "pr",
+        "bbox": box,
+        "datetime": "1999",
+        "composite": "max",
+    }
+    error, direct = await call_tool(placed_raster.url, "get_scene_statistics", direct_args)
+    assert not error, direct
+    assert result["statistics"]["mean"] == pytest.approx(direct["statistics"]["mean"])
+    # The maximum, not the median the model chose.
+    error, median = await call_tool(placed_raster.url, "get_scene_statistics", {**direct_args, "composite": "median"})
+    assert not error and median["statistics"]["mean"] < direct["statistics"]["mean"]
+
+
+@pytest.mark.asyncio
 async def test_a_call_on_a_collection_of_other_years_runs_on_the_one_with_the_years_asked(
     places_orch: RunningService, placed_raster: RunningService, model_url: str
 ) -> None:

@@ -647,3 +647,37 @@ def test_a_scene_count_keeps_the_calls_area_and_period_and_leaves_other_calls_al
     assert settle_scene_count(single_file, question, scenes) is single_file
     stats = ToolCall("4", "get_scene_statistics", {"collection_id": "x-scenes", "expression": "ndvi"})
     assert settle_scene_count(stats, "What is the mean NDVI of the scenes?", scenes) is stats
+
+
+def test_a_composite_the_question_names_is_the_one_computed() -> None:
+    from stacgis_orchestrator.llm.types import ToolCall
+    from stacgis_orchestrator.premises import asked_variables
+    from stacgis_orchestrator.tools.scenes import composite_asked, settle_scene_composite
+
+    assert composite_asked("the maximum composite of precipitation") == "max"
+    assert composite_asked("a median NDVI composite over 2023") == "median"
+    assert composite_asked("the composite of the average") == "mean"
+    assert composite_asked("the mean precipitation") is None
+    # A cloud limit filters scenes: it does not ask for cloud data.
+    assert asked_variables("How many scenes with at most 2 % cloud cover?") == []
+    assert asked_variables("What is the cloud cover over Berlin?") == [("cloud cover", "cloud cover")]
+
+    def scenes(collection_id: str) -> bool:
+        return collection_id.endswith("-scenes")
+
+    question = "Give the median composite of NDVI over Olinda"
+    zonal = ToolCall("1", "compute_zonal_stats", {"collection_id": "x-scenes", "place": "Olinda", "band": "ndvi"})
+    settled = settle_scene_composite(zonal, question, scenes, "ndvi")
+    assert settled.name == "get_scene_statistics"
+    assert settled.arguments == {
+        "collection_id": "x-scenes",
+        "expression": "ndvi",
+        "place": "Olinda",
+        "composite": "median",
+    }
+    right = ToolCall("2", "get_scene_statistics", settled.arguments)
+    assert settle_scene_composite(right, question, scenes, "ndvi") is right
+    single_file = ToolCall("3", "get_raster_statistics", {"collection_id": "lux-dem", "place": "Olinda"})
+    assert settle_scene_composite(single_file, question, scenes, "ndvi") is single_file
+    no_expression = ToolCall("4", "get_raster_statistics", {"collection_id": "x-scenes"})
+    assert settle_scene_composite(no_expression, question, scenes, None) is no_expression

@@ -35,6 +35,18 @@ def test_index_names_resolve_through_common_names_and_their_spellings() -> None:
     assert parsed.assets == ("B08", "B11")
 
 
+
+def test_the_quantity_an_asset_describes_names_it() -> None:
+    climate = {
+        "pr": BandInfo(1, "pr", "Monthly total precipitation", "mm/month", None, "float32"),
+        "tas": BandInfo(1, "tas", "Monthly mean near-surface air temperature", "degC", None, "float32"),
+    }
+    assert expressions.parse("precipitation", climate, "c").formula == "pr"
+    assert expressions.parse("Temperature - 0", climate, "c").assets == ("tas",)
+    # A word both assets' descriptions share names neither.
+    with pytest.raises(ArgumentError, match="'monthly' is not an asset"):
+        expressions.parse("monthly", climate, "c")
+
 @pytest.mark.parametrize(
     "text",
     [

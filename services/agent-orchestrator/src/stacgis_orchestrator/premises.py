@@ -27,6 +27,8 @@ from typing import Any
 
 from stacgis_common.answer import mentions, refusal_phrases
 
+from .tools.scenes import CLOUD_LIMIT
+
 # Quantities a user may ask for, each with the words that name it. A collection holds one when a
 # word occurs in its id, title, keywords or band names. Longer words are matched first, so "sea
 # surface temperature" is not also read as "temperature".
@@ -151,8 +153,9 @@ def _collection(item: dict[str, Any]) -> Collection:
 
 def asked_variables(question: str) -> list[tuple[str, str]]:
     """The variables the question names, as (variable, the words used), in the order written. A
-    capitalised word inside a sentence is part of a name ("Snow Hill", "Fire Island"), not a variable."""
-    lowered = question.lower()
+    capitalised word inside a sentence is part of a name ("Snow Hill", "Fire Island"), not a variable.
+    A cloud-cover limit ("at most 2 % cloud cover") filters scenes; it asks for no cloud data."""
+    lowered = CLOUD_LIMIT.sub(lambda m: " " * len(m.group(0)), question).lower()
     found: list[tuple[int, str, str]] = []
     taken: list[tuple[int, int]] = []
     for term, name in _TERMS:

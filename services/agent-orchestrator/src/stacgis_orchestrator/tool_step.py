@@ -31,7 +31,7 @@ from .tools.periods import settle_comparison, settle_period
 from .tools.places import PlaceError, resolve_place, settle_places, settle_view
 from .tools.pool import ToolUnavailable
 from .tools.registry import RegisteredTool
-from .tools.scenes import settle_scene_count
+from .tools.scenes import settle_scene_composite, settle_scene_count
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("stacgis_orchestrator")
@@ -246,6 +246,14 @@ class ToolStep:
             if counted.name != compared.name:
                 self.context.note(f"The question counts scenes: running {counted.name}.\n")
             compared = counted
+        if self.deps.catalog.get("get_scene_statistics") is not None:
+            asked = asked_variables(self.run.message)
+            composite = settle_scene_composite(
+                compared, self.run.message, self._scene_collection, asked[0][1] if asked else None
+            )
+            if composite is not compared:
+                self.context.note(f"The question names a composite: running {composite.name}.\n")
+            compared = composite
         return settle_period(compared, self.run.message)
 
     def _scene_collection(self, collection_id: str) -> bool:

@@ -8,6 +8,7 @@ name, call or attribute can reach the interpreter. Well-known indices are accept
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -48,6 +49,16 @@ def _resolver(asset_bands: Mapping[str, BandInfo]) -> dict[str, str]:
         for name in (key, band.name, band.common_name):
             if name:
                 names.setdefault(name.lower(), key)
+    # A word of one asset's description names it ("precipitation" for `pr`, described "Monthly total
+    # precipitation"): people and models write the quantity, not the file's key. Words two assets share
+    # ("monthly") and short ones name nothing.
+    owners: dict[str, set[str]] = {}
+    for key, band in asset_bands.items():
+        for word in re.findall(r"[a-z]{5,}", (band.description or "").lower()):
+            owners.setdefault(word, set()).add(key)
+    for word, keys in owners.items():
+        if len(keys) == 1:
+            names.setdefault(word, next(iter(keys)))
     for group in SYNONYMS:
         found = next((names[name] for name in group if name in names), None)
         if found is not None:

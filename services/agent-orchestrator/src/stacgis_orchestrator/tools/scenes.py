@@ -1,10 +1,13 @@
-"""Scene questions the orchestrator settles before a call: counting scenes is an item search.
+"""Scene questions the orchestrator settles before a call: counting scenes is an item search, a
+composite is `get_scene_statistics`'.
 
 Asked "How many scenes of landsat7-olinda-scenes cover the box ... with at most 2 % cloud cover?",
 the 1.5B model called `get_scene_timeseries` and answered without a number. A question asking how
 many scenes (items, images) there are makes a data call on a scene collection an item search over
 the same collection, area and period, and a cloud-cover limit the user wrote is the search's filter
-whatever the model passed.
+whatever the model passed. Asked for "the maximum composite of precipitation over 1999", it called
+`compute_zonal_stats` with `composite: median`: a question naming a composite makes a data call on a
+scene collection `get_scene_statistics` with the composite the user named.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from collections.abc import Callable
 from ..llm.types import ToolCall
 
 SEARCH_TOOL = "search_items"
+STATISTICS_TOOL = "get_scene_statistics"
 _COUNT = re.compile(
     r"\b(?:how\s+many|number\s+of|count(?:\s+of)?)\s+(?:[\w-]+\s+){0,3}?"
     r"(?:scenes?|items?|images?|acquisitions?|tiles?)\b",
@@ -23,11 +27,24 @@ _COUNT = re.compile(
 # "at most 2 % cloud cover", "less than 10% clouds", "cloud cover below 5 %", "under 20 percent cloud"
 _LIMIT = r"(?:at\s+most|less\s+than|under|below|up\s+to|no\s+more\s+than|<=?|≤)"
 _PERCENT = r"(\d+(?:\.\d+)?)\s*(?:%|percent)"
-_CLOUD_LIMIT = re.compile(
+CLOUD_LIMIT = re.compile(
     rf"{_LIMIT}\s*{_PERCENT}\s*(?:of\s+)?clouds?\b|\bcloud(?:s|\s+cover(?:age)?)?\s+(?:of\s+)?{_LIMIT}\s*{_PERCENT}",
     re.I,
 )
 _AREA_KEYS = ("place", "bbox", "geometry", "datetime")
+# "the maximum composite", "a median composite", "composite of the mean"
+_KINDS = {
+    "maximum": "max",
+    "max": "max",
+    "minimum": "min",
+    "min": "min",
+    "median": "median",
+    "mean": "mean",
+    "average": "mean",
+    "latest": "latest",
+}
+_KIND = r"(" + "|".join(_KINDS) + r")"
+_COMPOSITE = re.compile(rf"\b{_KIND}(?:[\s-]+[\w-]+)?[\s-]+composite\b|\bcomposite\s+of\s+(?:the\s+)?{_KIND}\b", re.I)
 
 
 def asks_to_count_scenes(question: str) -> bool:
@@ -36,7 +53,7 @@ def asks_to_count_scenes(question: str) -> bool:
 
 def cloud_limit(question: str) -> float | None:
     """The cloud-cover limit the question writes, in percent; None when it writes none."""
-    found = _CLOUD_LIMIT.search(question)
+    found = CLOUD_LIMIT.search(question)
     if found is None:
         return None
     return float(found.group(1) or found.group(2))
@@ -69,3 +86,39 @@ def settle_scene_count(call: ToolCall, question: str, is_scene_collection: Calla
     if call.name == SEARCH_TOOL and arguments == call.arguments:
         return call
     return ToolCall(call.id, SEARCH_TOOL, arguments)
+
+
+def composite_asked(question: str) -> str | None:
+    """The composite the question names ("max", "median", ...); None when it names none."""
+    found = _COMPOSITE.search(question)
+    return None if found is None else _KINDS[(found.group(1) or found.group(2)).lower()]
+
+
+def settle_scene_composite(
+    call: ToolCall, question: str, is_scene_collection: Callable[[str], bool], quantity: str | None
+) -> ToolCall:
+    """A data call on a scene collection for a question naming a composite, as `get_scene_statistics`
+    with that composite; the expression is the call's, else its band, else the quantity the question
+    names (raster-tools knows an asset by the words of its description)."""
+    collection = call.arguments.get("collection_id")
+    composite = composite_asked(question)
+    if (
+        composite is None
+        or call.arguments_error is not None
+        or not isinstance(collection, str)
+        or not is_scene_collection(collection)
+        or call.name == SEARCH_TOOL
+    ):
+        return call
+    expression = call.arguments.get("expression") or call.arguments.get("band") or quantity
+    if not isinstance(expression, str) or not expression.strip():
+        return call
+    arguments = {"collection_id": collection, "expression": expression}
+    arguments.update({k: call.arguments[k] for k in _AREA_KEYS if call.arguments.get(k) is not None})
+    for key in ("max_cloud_cover", "cloud_mask"):
+        if call.arguments.get(key) is not None:
+            arguments[key] = call.arguments[key]
+    arguments["composite"] = composite
+    if call.name == STATISTICS_TOOL and arguments == call.arguments:
+        return call
+    return ToolCall(call.id, STATISTICS_TOOL, arguments)
