@@ -3,7 +3,7 @@
 #   scripts/test.sh           everything
 #   scripts/test.sh --quick   only the suites that need no shared stack: the service suites, the
 #                             frontend unit tests and lint (no fixed ports, no reliability suites)
-# TEST_JOBS (default 3) bounds how many of those run at once.
+# TEST_JOBS (default 2: the CPU-heavy suites time out beside more on 2 cores) bounds how many of those run at once.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
@@ -13,7 +13,7 @@ export HF_HUB_OFFLINE=1
 export STACGIS_ALLOW_DEV_SECRETS=1
 QUICK=0
 [ "${1:-}" = --quick ] && QUICK=1
-JOBS=${TEST_JOBS:-3}
+JOBS=${TEST_JOBS:-2}
 failed=()
 result() { # result NAME STATUS START: the line CI greps, and the failure remembered
   if [ "$2" = 0 ]; then

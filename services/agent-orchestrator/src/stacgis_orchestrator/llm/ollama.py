@@ -203,7 +203,8 @@ class OllamaProvider:
         response.raise_for_status()
 
     async def models(self) -> list[str]:
-        response = await self._client.get("/api/tags", timeout=5.0)
+        # A CPU model server busy with a long prompt answers slowly; the list is cached by the gateway.
+        response = await self._client.get("/api/tags", timeout=15.0)
         response.raise_for_status()
         listed = response.json().get("models") or []
         return [str(item["name"]) for item in listed if isinstance(item, dict) and item.get("name")]

@@ -202,7 +202,7 @@ class OpenAIProvider:
         response.raise_for_status()
 
     async def models(self) -> list[str]:
-        response = await self._client.get(self.path.replace("/chat/completions", "/models"), timeout=5.0)
+        response = await self._client.get(self.path.replace("/chat/completions", "/models"), timeout=15.0)
         response.raise_for_status()
         listed = response.json().get("data") or []
         return [str(item["id"]) for item in listed if isinstance(item, dict) and item.get("id")]
