@@ -35,7 +35,6 @@ def test_index_names_resolve_through_common_names_and_their_spellings() -> None:
     assert parsed.assets == ("B08", "B11")
 
 
-
 def test_the_quantity_an_asset_describes_names_it() -> None:
     climate = {
         "pr": BandInfo(1, "pr", "Monthly total precipitation", "mm/month", None, "float32"),
@@ -46,6 +45,7 @@ def test_the_quantity_an_asset_describes_names_it() -> None:
     # A word both assets' descriptions share names neither.
     with pytest.raises(ArgumentError, match="'monthly' is not an asset"):
         expressions.parse("monthly", climate, "c")
+
 
 @pytest.mark.parametrize(
     "text",
