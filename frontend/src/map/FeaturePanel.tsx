@@ -1,4 +1,4 @@
-import { useEffect } from "react";
+import { useEscapeToClose } from "../hooks/useEscapeToClose";
 import type { FeatureInfo } from "./featureInfo";
 
 /** The feature's properties as a list, its overflow and its layer. */
@@ -26,16 +26,7 @@ export function FeatureRows({ info }: { info: FeatureInfo }) {
 /** The properties of the vector feature clicked on the map where no raster layer gives a value (with
  * one, they are a collapsed part of the value's panel, which keeps the small map of a phone clear). */
 export function FeaturePanel({ info, onClose }: { info: FeatureInfo; onClose: () => void }) {
-  useEffect(() => {
-    const onKey = (e: KeyboardEvent) => {
-      if (e.key !== "Escape" || e.defaultPrevented) return;
-      const target = e.target as HTMLElement | null;
-      if (target && (target.tagName === "TEXTAREA" || target.tagName === "INPUT")) return;
-      onClose();
-    };
-    window.addEventListener("keydown", onKey);
-    return () => window.removeEventListener("keydown", onKey);
-  }, [onClose]);
+  useEscapeToClose(onClose);
 
   return (
     <section className="identify-panel feature-panel" aria-labelledby="feature-title" data-testid="feature-popup">

@@ -1,4 +1,4 @@
-import { useEffect } from "react";
+import { useEscapeToClose } from "../hooks/useEscapeToClose";
 import { formatLngLat } from "./drawing";
 import {
   identifyError,
@@ -70,17 +70,7 @@ export function IdentifyPanel({
   feature?: FeatureInfo | null;
   onClose: () => void;
 }) {
-  useEffect(() => {
-    const onKey = (e: KeyboardEvent) => {
-      if (e.key !== "Escape" || e.defaultPrevented) return;
-      const target = e.target as HTMLElement | null;
-      // Escape in a text box belongs to it (the place search clears itself, the composer keeps its text).
-      if (target && (target.tagName === "TEXTAREA" || target.tagName === "INPUT")) return;
-      onClose();
-    };
-    window.addEventListener("keydown", onKey);
-    return () => window.removeEventListener("keydown", onKey);
-  }, [onClose]);
+  useEscapeToClose(onClose);
 
   const title = state.status === "done" ? state.result.title : state.target.title;
   const [lng, lat] = state.status === "done" ? [state.result.lng, state.result.lat] : [state.lng, state.lat];

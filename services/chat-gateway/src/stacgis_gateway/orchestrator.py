@@ -66,10 +66,14 @@ class OrchestratorClient:
         except httpx.HTTPError as error:
             raise OrchestratorError(f"orchestrator connection failed: {type(error).__name__}: {error}") from None
 
-    async def _post(self, path: str, token: str, body: dict[str, Any] | None = None) -> Forwarded:
+    async def _request(self, method: str, path: str, token: str, body: dict[str, Any] | None = None) -> Forwarded:
         try:
-            response = await self._http.post(
-                path, json=body or {}, headers={"Authorization": f"Bearer {token}"}, timeout=10.0
+            response = await self._http.request(
+                method,
+                path,
+                json=body if method == "POST" else None,
+                headers={"Authorization": f"Bearer {token}"},
+                timeout=10.0,
             )
         except httpx.HTTPError as error:
             raise OrchestratorError(f"orchestrator unreachable: {type(error).__name__}: {error}") from None
@@ -79,17 +83,12 @@ class OrchestratorClient:
             payload = {"detail": response.text[:500]}
         return Forwarded(response.status_code, payload)
 
+    async def _post(self, path: str, token: str, body: dict[str, Any] | None = None) -> Forwarded:
+        return await self._request("POST", path, token, body or {})
+
     async def models(self, token: str) -> Forwarded:
         """GET /v1/models: the chat models a run may ask for, the default first."""
-        try:
-            response = await self._http.get("/v1/models", headers={"Authorization": f"Bearer {token}"}, timeout=10.0)
-        except httpx.HTTPError as error:
-            raise OrchestratorError(f"orchestrator unreachable: {type(error).__name__}: {error}") from None
-        try:
-            payload: Any = response.json()
-        except ValueError:
-            payload = {"detail": response.text[:500]}
-        return Forwarded(response.status_code, payload)
+        return await self._request("GET", "/v1/models", token)
 
     async def cancel(self, run_id: str, token: str) -> Forwarded:
         return await self._post(f"/v1/runs/{run_id}/cancel", token)

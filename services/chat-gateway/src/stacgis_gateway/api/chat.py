@@ -9,7 +9,6 @@ import uuid
 from typing import Any
 
 from fastapi import APIRouter
-from fastapi.exceptions import RequestValidationError
 from sse_starlette import EventSourceResponse
 
 from ..contract import RunSummary
@@ -28,6 +27,7 @@ from ..schemas import (
     RunFailed,
     TokenUsage,
     check_chat_request,
+    field_error,
 )
 from ..sessions import SessionNotFound
 from ..streaming import RUN_ID_HEADER, follow_entries, sse_response, tail_run
@@ -65,32 +65,16 @@ async def _check_model(gateway: Gateway, user_id: str, model: str) -> None:
             {"Retry-After": str(RETRY_AFTER_SECONDS)},
         ) from None
     if model not in choices.models:
-        raise RequestValidationError(
-            [
-                {
-                    "type": "value_error",
-                    "loc": ("body", "model"),
-                    "msg": f"unknown model {model!r}; GET /api/v1/models lists the {len(choices.models)} offered",
-                    "input": model,
-                }
-            ]
-        )
+        listed = f"GET /api/v1/models lists the {len(choices.models)} offered"
+        raise field_error(("body", "model"), f"unknown model {model!r}; {listed}", model)
 
 
 async def _check_turn(gateway: Gateway, session_id: str, turn: int) -> None:
     """A 422 naming `replace_turn` unless the session has that question (checked under the session's run lock)."""
     questions = await gateway.store.question_count(session_id)
     if turn >= questions:
-        raise RequestValidationError(
-            [
-                {
-                    "type": "value_error",
-                    "loc": ("body", "replace_turn"),
-                    "msg": f"the session has {questions} questions; replace_turn must be below that",
-                    "input": turn,
-                }
-            ]
-        )
+        message = f"the session has {questions} questions; replace_turn must be below that"
+        raise field_error(("body", "replace_turn"), message, turn)
 
 
 async def admit_run(gateway: Gateway, user_id: str, body: ChatRequest) -> RunSpec:

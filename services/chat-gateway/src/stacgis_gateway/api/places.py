@@ -19,7 +19,7 @@ from stacgis_common.auth import Identity, mint_for
 
 from ..deps import GatewayDep, UserId
 from ..ratelimit import RateLimiter
-from ..schemas import PlaceCandidate, PlaceResults, Problem
+from ..schemas import PlaceCandidate, PlaceResults, Problem, field_error
 from .mcp_proxy import McpProxy
 from .problems import ApiProblem
 
@@ -32,7 +32,7 @@ RETRY_AFTER_SECONDS = "2"
 
 
 def _invalid(message: str) -> RequestValidationError:
-    return RequestValidationError([{"type": "value_error", "loc": ("query", "q"), "msg": message}])
+    return field_error(("query", "q"), message)
 
 
 def _unavailable(detail: str, status: int = 503) -> ApiProblem:

@@ -6,7 +6,6 @@ import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Path, Query
-from fastapi.exceptions import RequestValidationError
 from sse_starlette import EventSourceResponse
 
 from stacgis_common.auth import mint_internal_token
@@ -15,7 +14,7 @@ from ..deps import Gateway, GatewayDep, UserId
 from ..metrics import RESUMES
 from ..orchestrator import OrchestratorError
 from ..runstore import STREAM_ID, RunMeta
-from ..schemas import ApprovalOut, ApprovalRequest, CancelOut, Problem
+from ..schemas import ApprovalOut, ApprovalRequest, CancelOut, Problem, field_error
 from ..streaming import sse_response, tail_run
 from .problems import ApiProblem, not_found
 
@@ -69,7 +68,7 @@ async def resume(
     cursor = last_event_id or after or "0-0"
     if cursor != "0" and not STREAM_ID.match(cursor):
         loc = ("header", "Last-Event-ID") if last_event_id else ("query", "last_event_id")
-        raise RequestValidationError([{"type": "value_error", "loc": loc, "msg": "not an event id of this stream"}])
+        raise field_error(loc, "not an event id of this stream")
     await _owned_run(gateway, run_id, user_id)
     RESUMES.inc()
     return sse_response(tail_run(gateway.hub, run_id, cursor, check_now=True))
