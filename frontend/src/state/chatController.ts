@@ -367,12 +367,13 @@ export async function sendMessage(text: string, replace?: string): Promise<void>
   });
   // A question never stored (its run was refused) is only taken out here.
   const replaceTurn = sessionId && replaced?.turn !== undefined ? replaced.turn : undefined;
+  const model = chosenModel();
   const request = {
     message,
     session_id: sessionId,
     spatial_context: spatialContext(),
     ...(replaceTurn !== undefined ? { replace_turn: replaceTurn } : {}),
-    ...(chosenModel() ? { model: chosenModel() } : {}),
+    ...(model ? { model } : {}),
   };
 
   try {

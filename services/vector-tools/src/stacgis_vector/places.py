@@ -38,14 +38,12 @@ class PlaceNotFound(ArgumentError):
 
     def __init__(self, argument: str, message: str, suggestions: list[dict[str, Any]]) -> None:
         super().__init__(argument, message)
-        self.detail = message
         self.suggestions = suggestions
 
 
 class AmbiguousPlace(ArgumentError):
     def __init__(self, argument: str, message: str, candidates: list[dict[str, Any]]) -> None:
         super().__init__(argument, message)
-        self.detail = message
         self.candidates = candidates
 
 
