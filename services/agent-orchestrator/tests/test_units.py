@@ -681,3 +681,15 @@ def test_a_composite_the_question_names_is_the_one_computed() -> None:
     assert settle_scene_composite(single_file, question, scenes, "ndvi") is single_file
     no_expression = ToolCall("4", "get_raster_statistics", {"collection_id": "x-scenes"})
     assert settle_scene_composite(no_expression, question, scenes, None) is no_expression
+
+
+def test_a_cloud_limit_the_question_never_speaks_of_is_dropped() -> None:
+    from stacgis_orchestrator.llm.types import ToolCall
+    from stacgis_orchestrator.tools.scenes import settle_cloud_limit
+
+    call = ToolCall("1", "get_scene_statistics", {"collection_id": "c", "expression": "pr", "max_cloud_cover": 10})
+    dropped = settle_cloud_limit(call, "Which month of 1999 was wettest over the box?")
+    assert dropped.arguments == {"collection_id": "c", "expression": "pr"} and dropped.name == call.name
+    assert settle_cloud_limit(call, "NDVI of the cloud-free scenes") is call
+    bare = ToolCall("2", "get_scene_statistics", {"collection_id": "c", "expression": "pr"})
+    assert settle_cloud_limit(bare, "Which month was wettest?") is bare

@@ -31,7 +31,13 @@ from .tools.periods import settle_comparison, settle_period
 from .tools.places import PlaceError, resolve_place, settle_places, settle_view
 from .tools.pool import ToolUnavailable
 from .tools.registry import RegisteredTool
-from .tools.scenes import settle_scene_composite, settle_scene_count
+from .tools.scenes import (
+    SEARCH_TOOL,
+    STATISTICS_TOOL,
+    settle_cloud_limit,
+    settle_scene_composite,
+    settle_scene_count,
+)
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("stacgis_orchestrator")
@@ -235,18 +241,18 @@ class ToolStep:
         return collection is not None and collection.years is not None
 
     def _settle_question(self, call: ToolCall) -> ToolCall:
-        """The user's words win: two compared periods or a year (`tools/periods.py`), scenes counted
-        (`tools/scenes.py`)."""
+        """The user's words win: two compared periods or a year (`tools/periods.py`), scenes counted, a
+        composite named, no cloud limit unless the question speaks of clouds (`tools/scenes.py`)."""
         compared = settle_comparison(call, self.run.message, lambda name: self.deps.catalog.get(name) is not None)
         if compared is not call:
             a, b = compared.arguments["period_a"], compared.arguments["period_b"]
             self.context.note(f"The question compares two periods: running {compared.name} for {a} and {b}.\n")
-        if self.deps.catalog.get("search_items") is not None:
+        if self.deps.catalog.get(SEARCH_TOOL) is not None:
             counted = settle_scene_count(compared, self.run.message, self._scene_collection)
             if counted.name != compared.name:
                 self.context.note(f"The question counts scenes: running {counted.name}.\n")
             compared = counted
-        if self.deps.catalog.get("get_scene_statistics") is not None:
+        if self.deps.catalog.get(STATISTICS_TOOL) is not None:
             asked = asked_variables(self.run.message)
             composite = settle_scene_composite(
                 compared, self.run.message, self._scene_collection, asked[0][1] if asked else None
@@ -254,7 +260,7 @@ class ToolStep:
             if composite is not compared:
                 self.context.note(f"The question names a composite: running {composite.name}.\n")
             compared = composite
-        return settle_period(compared, self.run.message)
+        return settle_period(settle_cloud_limit(compared, self.run.message), self.run.message)
 
     def _scene_collection(self, collection_id: str) -> bool:
         collection = self.found.catalog.collections.get(collection_id)

@@ -7,13 +7,16 @@ many scenes (items, images) there are makes a data call on a scene collection an
 the same collection, area and period, and a cloud-cover limit the user wrote is the search's filter
 whatever the model passed. Asked for "the maximum composite of precipitation over 1999", it called
 `compute_zonal_stats` with `composite: median`: a question naming a composite makes a data call on a
-scene collection `get_scene_statistics` with the composite the user named.
+scene collection `get_scene_statistics` with the composite the user named. A cloud limit the question
+never speaks of is dropped: the model added `max_cloud_cover: 10` to a monthly precipitation
+question, and the climate tiles, which have no cloud cover, then matched no item.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 from ..llm.types import ToolCall
 
@@ -31,7 +34,10 @@ CLOUD_LIMIT = re.compile(
     rf"{_LIMIT}\s*{_PERCENT}\s*(?:of\s+)?clouds?\b|\bcloud(?:s|\s+cover(?:age)?)?\s+(?:of\s+)?{_LIMIT}\s*{_PERCENT}",
     re.I,
 )
-_AREA_KEYS = ("place", "bbox", "geometry", "datetime")
+# What a settled call keeps of the model's: where and when and the cloud filter (an item search),
+# and the cloud mask (statistics).
+_SEARCH_KEPT = ("place", "bbox", "geometry", "datetime", "max_cloud_cover")
+_STATISTICS_KEPT = (*_SEARCH_KEPT, "cloud_mask")
 # "the maximum composite", "a median composite", "composite of the mean"
 _KINDS = {
     "maximum": "max",
@@ -47,6 +53,16 @@ _KIND = r"(" + "|".join(_KINDS) + r")"
 _COMPOSITE = re.compile(rf"\b{_KIND}(?:[\s-]+[\w-]+)?[\s-]+composite\b|\bcomposite\s+of\s+(?:the\s+)?{_KIND}\b", re.I)
 
 
+_CLOUD_WORD = re.compile(r"\bcloud", re.I)
+
+
+def settle_cloud_limit(call: ToolCall, question: str) -> ToolCall:
+    """The call without a `max_cloud_cover` the question does not ask for (no word about clouds)."""
+    if call.arguments.get("max_cloud_cover") is None or _CLOUD_WORD.search(question):
+        return call
+    return ToolCall(call.id, call.name, {k: v for k, v in call.arguments.items() if k != "max_cloud_cover"})
+
+
 def asks_to_count_scenes(question: str) -> bool:
     return _COUNT.search(question) is not None
 
@@ -59,33 +75,39 @@ def cloud_limit(question: str) -> float | None:
     return float(found.group(1) or found.group(2))
 
 
+def _scene_collection(call: ToolCall, is_scene_collection: Callable[[str], bool]) -> str | None:
+    """The scene collection a well-formed call names; None for any other call."""
+    collection = call.arguments.get("collection_id")
+    if call.arguments_error is not None or not isinstance(collection, str) or not is_scene_collection(collection):
+        return None
+    return collection
+
+
+def _settled(call: ToolCall, name: str, arguments: dict[str, Any], kept: tuple[str, ...]) -> ToolCall:
+    """`arguments` plus the `kept` ones of the model's call, as a call of `name` (the call itself when
+    nothing changed)."""
+    for key in kept:
+        if key not in arguments and call.arguments.get(key) is not None:
+            arguments[key] = call.arguments[key]
+    start, end = call.arguments.get("start"), call.arguments.get("end")
+    if name != call.name and "datetime" not in arguments and isinstance(start, str) and isinstance(end, str):
+        arguments["datetime"] = f"{start}/{end}"  # a series' period, as the other tools write it
+    if name == call.name and arguments == call.arguments:
+        return call
+    return ToolCall(call.id, name, arguments)
+
+
 def settle_scene_count(call: ToolCall, question: str, is_scene_collection: Callable[[str], bool]) -> ToolCall:
     """A data call on a scene collection for a question counting scenes, as `search_items` over the
     call's collection, area and period with the question's cloud limit; other calls unchanged."""
-    collection = call.arguments.get("collection_id")
-    if (
-        call.arguments_error is not None
-        or not isinstance(collection, str)
-        or not is_scene_collection(collection)
-        or not asks_to_count_scenes(question)
-    ):
+    collection = _scene_collection(call, is_scene_collection)
+    if collection is None or not asks_to_count_scenes(question):
         return call
-    if call.name == SEARCH_TOOL:
-        arguments = dict(call.arguments)
-    else:
-        arguments = {"collection_id": collection}
-        arguments.update({k: call.arguments[k] for k in _AREA_KEYS if call.arguments.get(k) is not None})
-        start, end = call.arguments.get("start"), call.arguments.get("end")
-        if "datetime" not in arguments and isinstance(start, str) and isinstance(end, str):
-            arguments["datetime"] = f"{start}/{end}"
-        if isinstance(call.arguments.get("max_cloud_cover"), (int, float)):
-            arguments["max_cloud_cover"] = call.arguments["max_cloud_cover"]
+    arguments: dict[str, Any] = dict(call.arguments) if call.name == SEARCH_TOOL else {"collection_id": collection}
     limit = cloud_limit(question)
     if limit is not None:
         arguments["max_cloud_cover"] = limit
-    if call.name == SEARCH_TOOL and arguments == call.arguments:
-        return call
-    return ToolCall(call.id, SEARCH_TOOL, arguments)
+    return _settled(call, SEARCH_TOOL, arguments, _SEARCH_KEPT)
 
 
 def composite_asked(question: str) -> str | None:
@@ -100,25 +122,12 @@ def settle_scene_composite(
     """A data call on a scene collection for a question naming a composite, as `get_scene_statistics`
     with that composite; the expression is the call's, else its band, else the quantity the question
     names (raster-tools knows an asset by the words of its description)."""
-    collection = call.arguments.get("collection_id")
+    collection = _scene_collection(call, is_scene_collection)
     composite = composite_asked(question)
-    if (
-        composite is None
-        or call.arguments_error is not None
-        or not isinstance(collection, str)
-        or not is_scene_collection(collection)
-        or call.name == SEARCH_TOOL
-    ):
+    if collection is None or composite is None or call.name == SEARCH_TOOL:
         return call
     expression = call.arguments.get("expression") or call.arguments.get("band") or quantity
     if not isinstance(expression, str) or not expression.strip():
         return call
-    arguments = {"collection_id": collection, "expression": expression}
-    arguments.update({k: call.arguments[k] for k in _AREA_KEYS if call.arguments.get(k) is not None})
-    for key in ("max_cloud_cover", "cloud_mask"):
-        if call.arguments.get(key) is not None:
-            arguments[key] = call.arguments[key]
-    arguments["composite"] = composite
-    if call.name == STATISTICS_TOOL and arguments == call.arguments:
-        return call
-    return ToolCall(call.id, STATISTICS_TOOL, arguments)
+    arguments = {"collection_id": collection, "expression": expression, "composite": composite}
+    return _settled(call, STATISTICS_TOOL, arguments, _STATISTICS_KEPT)
