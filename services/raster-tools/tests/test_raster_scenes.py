@@ -221,6 +221,20 @@ async def test_other_tools_send_scene_collections_to_the_scene_tools(api_backed_
         assert by_band["statistics"] == by_expression["statistics"] and by_band["unit"] == "degC"
         message = await call_error(mcp, "get_scene_statistics", collection_id="luxembourg-dem", expression="ndvi")
         assert "not a scene collection" in message and LANDSAT in message
+        # The other way round: a single-file collection whose band the expression names is read by
+        # get_raster_statistics, and says so.
+        single = await call(
+            mcp, "get_scene_statistics", collection_id="landsat7-olinda-ndvi", expression="ndvi", bbox=OLINDA_BOX
+        )
+        direct = await call(mcp, "get_raster_statistics", collection_id="landsat7-olinda-ndvi", bbox=OLINDA_BOX)
+        assert single["statistics"] == direct["statistics"] and "get_raster_statistics" in single["read_as"]
+        # The scene statistics lead with one sentence holding the mean.
+        assert scene["summary"].startswith(f"mean {scene['statistics']['mean']} ")
+        # Gridded tiles have no cloud cover: a cloud limit is refused by name, not a silent "no items".
+        cloudy = await call_error(
+            mcp, "get_scene_statistics", collection_id=CLIMATE, expression="pr", max_cloud_cover=10, **july
+        )
+        assert "max_cloud_cover: " in cloudy and "carry no cloud cover" in cloudy
         period = await call_error(
             mcp, "get_scene_statistics", collection_id=CLIMATE, expression="pr", datetime="2005-01"
         )

@@ -18,7 +18,7 @@ from stacgis_common.arguments import ArgumentError
 from stacgis_raster import expressions, scene_reads
 from stacgis_raster.catalog import CollectionRecord, ItemRecord
 from stacgis_raster.reads import Area
-from stacgis_raster.selection import STATISTIC_WORDS, interval_for, series_interval
+from stacgis_raster.selection import STATISTIC_WORDS, interval_for, select_band, series_interval
 from stacgis_raster.service import RasterService
 from stacgis_raster.validation import TimeInterval
 
@@ -141,6 +141,11 @@ class SceneService:
             # The source matched bounding boxes; keep items whose box meets the area itself.
             found = [i for i in found if i.bbox is None or box(*i.bbox).intersects(area.geometry)]
         if cloud is not None:
+            if found and all(i.cloud_cover is None for i in found):
+                # Gridded data (climate tiles, a cube) has no clouds to count: every item would drop out.
+                raise ArgumentError(
+                    "max_cloud_cover", f"the items of '{record.id}' carry no cloud cover (eo:cloud_cover); leave it out"
+                )
             found = [i for i in found if i.cloud_cover is not None and i.cloud_cover <= cloud]
         return found, capped, interval
 
@@ -279,6 +284,18 @@ class SceneService:
         method = composite or "median"
         if method not in scene_reads.COMPOSITES:
             raise ArgumentError("composite", f"expected one of {', '.join(scene_reads.COMPOSITES)}")
+        single = await self.raster.collection(collection_id, scenes=True)
+        if not single.scenes and isinstance(expression, str):
+            # The mirror of `area_statistics`: a single-file collection whose band the expression names
+            # ("ndvi" of landsat7-olinda-ndvi) is read by `get_raster_statistics`, said in the result.
+            try:
+                band = select_band(single, expression, "expression").name
+            except ArgumentError:
+                band = None
+            if band is not None:
+                result = await self.raster.statistics(single.id, bbox, geometry, datetime, band, token, place=place)
+                result["read_as"] = f"get_raster_statistics of band '{band}' ({single.id} is not a scene collection)"
+                return result
         record, parsed, area, place_info, items, capped = await self._prepared(
             collection_id, expression, place, bbox, geometry, datetime, max_cloud_cover, token
         )
@@ -313,7 +330,7 @@ class SceneService:
             )
         result.update(_read_figures(done))
         result["statistics"] = done["statistics"]
-        return result
+        return {"summary": _statistics_sentence(result, method, len(dates)), **result}
 
     async def timeseries(
         self,
@@ -450,3 +467,17 @@ class SceneService:
         )
         result["read_as"] = f"get_scene_statistics with expression '{expression}' ({record.id} is a scene collection)"
         return result
+
+
+def _statistics_sentence(result: dict[str, Any], method: str, dates: int) -> str:
+    """The statistics in one sentence, the mean first: asked for "the mean of the maximum composite",
+    the 1.5B model quoted p75 from the nested result; it copies a sentence faithfully."""
+    stats = result["statistics"]
+    unit = f" {result['unit']}" if result.get("unit") else ""
+    of = f"the {method} composite of {dates} dates" if dates > 1 else "one date's mosaic"
+    if stats.get("mean") is None:
+        return f"no valid pixel of {result['expression']} in {of} over the area"
+    return (
+        f"mean {stats['mean']}{unit} (min {stats['min']}, max {stats['max']}) of {result['expression']} in {of}"
+        " over the area"
+    )
