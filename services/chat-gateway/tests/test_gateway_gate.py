@@ -113,6 +113,54 @@ async def test_slot_of_a_killed_gateway_is_pruned_after_the_ttl(
 
 
 @pytest.mark.asyncio
+async def test_a_killed_gateways_run_is_taken_over_without_anyone_resuming_it(
+    pg_dsn: str, redis_url: str, redis_client: redis.Redis, orchestrator: RunningService
+) -> None:
+    ttl = 2.0
+    settings = {"GATEWAY_REDIS_KEY_PREFIX": "orphan:", "GATEWAY_SLOT_TTL_SECONDS": str(ttl)}
+    port_doomed, port_survivor = free_port(), free_port()
+    grace = new_user()
+    with services(
+        ("stacgis_gateway", gateway_env(port_doomed, pg_dsn, redis_url, orchestrator.url, **settings), port_doomed),
+        ("stacgis_gateway", gateway_env(port_survivor, pg_dsn, redis_url, orchestrator.url, **settings), port_survivor),
+    ) as (doomed, survivor):
+        async with httpx.AsyncClient(timeout=30) as client:
+            started = await chat(client, doomed.url, "[hang] never ends", user(grace), stop_after=2)
+            assert started.names == ["session", "content"]
+            meta_key = f"orphan:run:{started.run_id}:meta"
+            await asyncio.sleep(ttl * 1.5)
+            assert redis_client.hget(meta_key, "status") == "running"  # alive while its replica lives
+            doomed.kill()  # SIGKILL; no browser follows or resumes the run from here on
+            killed_at = time.monotonic()
+
+            # The survivor notices on its own: the run ends with run_lost, its partial answer stored.
+            while redis_client.hget(meta_key, "status") != "finished":
+                assert time.monotonic() - killed_at < ttl * 4 + 5, "the orphaned run was never taken over"
+                await asyncio.sleep(0.1)
+            assert time.monotonic() - killed_at >= ttl - 1.0  # by its silence, not by accident
+            assert redis_client.hget(meta_key, "outcome") == "error"
+            assert redis_client.zscore("orphan:run:live", started.run_id) is None
+            history = (
+                await client.get(
+                    f"{survivor.url}/api/v1/chat/session/{started.session_id}/history", headers=user(grace)
+                )
+            ).json()
+            assert [(m["role"], m["content"]) for m in history["messages"]] == [
+                ("user", "[hang] never ends"),
+                ("assistant", started.content()),
+            ]
+            # A browser coming back later reads the end from the run's stream.
+            tail = await resume(client, survivor.url, started.run_id, started.events[-1].id, user(grace))
+            assert tail.names == ["error"] and tail.events[0].data["error"]["code"] == "run_lost"
+            # The session and the user's slot are free again.
+            assert (await client.get(f"{survivor.url}/api/v1/chat/capacity")).json()["active"] == 0
+            follow = await chat(client, survivor.url, "still there?", user(grace), session_id=started.session_id)
+            assert follow.status == 200 and follow.names[-1] == "done"
+            metrics = (await client.get(f"{survivor.url}/metrics")).text
+            assert "stacgis_gateway_runs_taken_over_total 1.0" in metrics
+
+
+@pytest.mark.asyncio
 async def test_rate_limit_per_user(pg_dsn: str, redis_url: str, orchestrator: RunningService) -> None:
     port = free_port()
     env = gateway_env(

@@ -149,9 +149,9 @@ async def test_token_lets_the_mcp_client_act_as_its_user(
     assert row is not None and bytes(row["token_hash"]) == hashlib.sha256(token.encode()).digest()
     assert token not in json.dumps({key: str(value) for key, value in dict(row).items()})
 
-    # The answer streams through (SSE), and the client's own credentials never reach the tool server.
+    # The tool server's answer (one JSON body) comes through, and the client's own credentials never reach it.
     response = await raw(client, mcp_gateway.url, "memory", f"Bearer {token}")
-    assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
+    assert response.status_code == 200 and response.headers["content-type"].startswith("application/json")
     assert "add_memory" in response.text
 
 

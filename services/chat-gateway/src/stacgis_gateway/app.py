@@ -183,11 +183,13 @@ def create_app(settings: GatewaySettings) -> FastAPI:
         app.state.mcp = mcp_proxy.McpProxy(settings, TokenStore(gateway.store.pool), gateway.auth)
         gateway.hub.start()
         flusher = asyncio.create_task(gateway.history.flush_periodically(), name="history-flush")
+        adopter = asyncio.create_task(gateway.manager.take_over_orphans_forever(), name="orphan-runs")
         log.info("chat-gateway ready", extra={"auth_mode": settings.auth_mode, "port": settings.port})
         try:
             yield
         finally:
             flusher.cancel()
+            adopter.cancel()
             await gateway.manager.shutdown(settings.shutdown_grace_seconds)
             await gateway.hub.stop()
             await gateway.orchestrator.aclose()

@@ -129,7 +129,7 @@ class StreamHub:
         slot_ttl_seconds: float,
         queue_max_events: int,
         read_count: int,
-        on_lost: Callable[[RunMeta], Awaitable[None]],
+        on_lost: Callable[[RunMeta], Awaitable[bool]],
     ) -> None:
         self._redis = redis  # shared pool: wake-ups, liveness checks, draining finished runs
         self._reader = reader  # the reader's own connection, used by nothing else

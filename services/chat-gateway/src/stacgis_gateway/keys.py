@@ -39,6 +39,11 @@ class RedisKeys:
         """Redis Stream of the run's events; entry ids are the SSE ids."""
         return f"{self.prefix}run:{run_id}:events"
 
+    @property
+    def live_runs(self) -> str:
+        """Sorted set of unfinished runs scored by their last heartbeat: where replicas look for orphans."""
+        return f"{self.prefix}run:live"
+
     def run_lost(self, run_id: str) -> str:
         """Set once by whichever replica declares a run's owner dead, so the error is written once."""
         return f"{self.prefix}run:{run_id}:lost"

@@ -26,6 +26,10 @@ RUNS_FINISHED = Counter(
     "Runs ended on this replica, by outcome (done, error, cancelled)",
     ["outcome"],
 )
+RUNS_TAKEN_OVER = Counter(
+    "stacgis_gateway_runs_taken_over_total",
+    "Runs of a stopped replica that this replica ended (partial answer saved, session and slot freed)",
+)
 INVALID_EVENTS = Counter(
     "stacgis_gateway_invalid_events_total", "Orchestrator events dropped because they do not parse as AgentEvent"
 )

@@ -24,13 +24,15 @@ from .eventwriter import EventWriter
 from .gate import ConcurrencyGate
 from .history_writes import HistoryWriter
 from .messages import ChatMessage
-from .metrics import INVALID_EVENTS, RUNS_FINISHED
+from .metrics import INVALID_EVENTS, RUNS_FINISHED, RUNS_TAKEN_OVER
 from .orchestrator import OrchestratorClient, OrchestratorError
 from .runstore import RunMeta, RunStore
 from .sessions import Session, SessionService
 from .store import RunRecord
 
 log = logging.getLogger(__name__)
+# Orphaned runs taken over per sweep: a replica that died with many runs is cleared over a few rounds.
+ORPHANS_PER_SWEEP = 50
 
 
 @dataclass
@@ -247,13 +249,37 @@ class RunManager:
 
     # Runs whose replica died.
 
-    async def declare_lost(self, meta: RunMeta) -> None:
-        """Called by a replica tailing a run whose owner stopped refreshing it: end the run once for everyone."""
+    async def take_over_orphans_forever(self) -> None:
+        """Every replica looks for runs whose replica stopped heart-beating and ends them, whether or not a
+        browser follows them: the partial answer is saved, the session unlocked and the slot freed."""
+        while True:
+            await asyncio.sleep(self._settings.gate_refresh_seconds * 2)
+            try:
+                await self.take_over_orphans()
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # Redis or Postgres hiccup: the next round tries again
+                log.warning("taking over orphaned runs failed", extra={"error": repr(error)})
+
+    async def take_over_orphans(self) -> None:
+        for run_id in await self._runs.orphans(self._settings.slot_ttl_seconds, ORPHANS_PER_SWEEP):
+            if run_id in self._tasks:
+                continue  # this replica's own run, its heartbeat late (a Redis hiccup): not an orphan
+            meta = await self._runs.meta(run_id)
+            if meta is None or meta.status == "finished":
+                await self._runs.forget_live(run_id)
+            elif await self.declare_lost(meta):
+                RUNS_TAKEN_OVER.inc()
+                log.warning("took over a run whose replica stopped", extra={"run_id": run_id})
+
+    async def declare_lost(self, meta: RunMeta) -> bool:
+        """End a run whose owner stopped refreshing it, once for everyone; False if another replica does."""
         if not await self._runs.claim_lost(meta.run_id):
-            return
+            return False
         entries = await self._runs.all_entries(meta.run_id)
         if any(entry.event in TERMINAL for entry in entries):
-            return
+            await self._runs.forget_live(meta.run_id)
+            return False
         summary = RunSummary()
         for entry in entries:
             summary.add_json(entry.data)
@@ -280,6 +306,7 @@ class RunManager:
             await self._gate.release(meta.run_id, meta.user_id)
         await self._runs.append(meta.run_id, "error", error)
         await self._runs.finish(meta.run_id, "error")
+        return True
 
 
 @contextlib.contextmanager

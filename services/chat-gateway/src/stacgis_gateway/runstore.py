@@ -78,6 +78,7 @@ class RunStore:
                 },
             )
             pipe.expire(key, self._ttl)
+            pipe.zadd(self._keys.live_runs, {run_id: now})
             await pipe.execute()
 
     async def meta(self, run_id: str) -> RunMeta | None:
@@ -116,12 +117,14 @@ class RunStore:
     async def heartbeat(self, run_id: str) -> float | None:
         """Mark the run alive and push back its expiry; returns when a requested cancel takes effect."""
         meta = self._keys.run_meta(run_id)
+        now = time.time()
         async with self._redis.pipeline(transaction=False) as pipe:
-            pipe.hset(meta, "heartbeat", repr(time.time()))
+            pipe.hset(meta, "heartbeat", repr(now))
             pipe.hget(meta, "cancel_at")
             pipe.expire(meta, self._ttl)
             pipe.expire(self._keys.run_events(run_id), self._ttl)
-            _, cancel_at, _, _ = await pipe.execute()
+            pipe.zadd(self._keys.live_runs, {run_id: now}, xx=True)
+            _, cancel_at, _, _, _ = await pipe.execute()
         return float(cancel_at) if cancel_at else None
 
     async def request_cancel(self, run_id: str, not_before: float) -> None:
@@ -134,7 +137,19 @@ class RunStore:
             pipe.hset(meta, mapping={"status": "finished", "outcome": outcome})
             pipe.expire(meta, self._ttl)
             pipe.expire(self._keys.run_events(run_id), self._ttl)
+            pipe.zrem(self._keys.live_runs, run_id)
             await pipe.execute()
+
+    async def orphans(self, silent_seconds: float, limit: int) -> list[str]:
+        """Unfinished runs whose heartbeat is older than `silent_seconds`: their replica stopped."""
+        ids: list[str] = await self._redis.zrangebyscore(  # type: ignore[assignment]
+            self._keys.live_runs, "-inf", time.time() - silent_seconds, start=0, num=limit
+        )
+        return ids
+
+    async def forget_live(self, run_id: str) -> None:
+        """Drop a run from the live set (it finished, expired, or was declared lost)."""
+        await self._redis.zrem(self._keys.live_runs, run_id)
 
     async def read(self, run_id: str, after: str, block_ms: int | None, count: int = 200) -> list[StreamEntry]:
         """Entries after `after` (exclusive), waiting up to `block_ms` for the first one."""

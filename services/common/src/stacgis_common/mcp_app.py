@@ -100,7 +100,8 @@ def build_tool_server_app(
     mcp_app = server.streamable_http_app(
         streamable_http_path="/mcp",
         stateless_http=True,
-        json_response=False,
+        # No tool reports progress, so a call's answer is one JSON body: no SSE framing to write and parse.
+        json_response=True,
         transport_security=transport_security(settings),
         host=settings.host,
     )
