@@ -19,6 +19,11 @@ async def _history(client: httpx.AsyncClient, base: str, session_id: str, who: s
     return messages
 
 
+async def _title(client: httpx.AsyncClient, base: str, session_id: str, who: str) -> str:
+    listed = (await client.get(f"{base}/api/v1/chat/sessions", headers=user(who))).json()
+    return str(next(s["title"] for s in listed if s["id"] == session_id))
+
+
 def _questions(messages: list[dict[str, Any]]) -> list[str]:
     return [m["content"] for m in messages if m["role"] == "user"]
 
@@ -63,9 +68,10 @@ async def test_replacing_a_question_keeps_what_came_before_and_drops_the_rest(ga
         # The model was given only what came before the replaced question.
         assert await _sent_history(client, gateways, again.run_id) == [(m["role"], m["content"]) for m in kept]
 
-        # Edit the first question: the conversation starts over with it.
+        # Edit the first question: the conversation starts over with it, and is named after it.
         edited = await chat(client, gateways.a.url, "first, edited", user(mia), session_id=session, replace_turn=0)
         assert edited.names[-1] == "done"
+        assert await _title(client, gateways.a.url, session, mia) == "first, edited"
         assert await _sent_history(client, gateways, edited.run_id) == []
         assert _questions(await _history(client, gateways.b.url, session, mia)) == ["first, edited"]
         # The next question follows the edited turn only.
@@ -74,6 +80,17 @@ async def test_replacing_a_question_keeps_what_came_before_and_drops_the_rest(ga
             ("user", "first, edited"),
             ("assistant", "Echo: first, edited"),
         ]
+
+        # A name the user gave stays when the first question is replaced again.
+        renamed = await client.patch(
+            f"{gateways.a.url}/api/v1/chat/session/{session}", json={"title": "My study"}, headers=user(mia)
+        )
+        assert renamed.status_code == 200, renamed.text
+        again_first = await chat(
+            client, gateways.b.url, "first, once more", user(mia), session_id=session, replace_turn=0
+        )
+        assert again_first.names[-1] == "done"
+        assert await _title(client, gateways.a.url, session, mia) == "My study"
 
         # Nothing else was lost: the map, the other conversation, the list.
         assert (await client.get(map_url, headers=user(mia))).json()["map_state"]["view"] == MAP_STATE["view"]

@@ -13,6 +13,8 @@ from .keys import RedisKeys
 from .messages import ChatMessage, trim_history
 from .store import HistoryStore
 
+TITLE_CHARS = 80
+
 # Delete the lock only if it still names our run (another run may hold it after ours expired).
 RELEASE_IF_OWNER = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
@@ -22,6 +24,12 @@ REFRESH_IF_OWNER = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 0
 """
+
+
+def title_of(question: str) -> str:
+    """A new session's title: its first question on one line, cut to TITLE_CHARS."""
+    line = " ".join(question.split())
+    return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1].rstrip() + "…"
 
 
 @dataclass
@@ -89,10 +97,14 @@ class SessionService:
         session.history = trim_history(session.history + messages, self._history_limit)
         await self._cache(session)
 
-    async def replace_from(self, session: Session, turn: int) -> None:
+    async def replace_from(self, session: Session, turn: int, question: str) -> None:
         """Drop the session's `turn`-th question and all after it (regenerate, edit and resend), in Postgres
-        and in the cached history the next run is given."""
+        and in the cached history the next run is given. Replacing the first question retitles the session
+        after the new one, unless the user renamed it."""
+        first = await self._store.first_question(session.id) if turn == 0 else None
         await self._store.truncate_at_question(session.id, session.user_id, turn)
+        if first is not None:
+            await self._store.retitle_unless_renamed(session.id, session.user_id, title_of(first), title_of(question))
         history = await self._store.model_history(session.id, self._history_limit)
         session.history = trim_history(history, self._history_limit)
         await self._cache(session)

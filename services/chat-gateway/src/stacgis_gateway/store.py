@@ -204,6 +204,23 @@ class HistoryStore:
         )
         return count
 
+    async def first_question(self, session_id: str) -> str | None:
+        return await self._pool.fetchval(  # type: ignore[no-any-return]
+            "SELECT content FROM gateway.messages WHERE session_id = $1 AND role = 'user' ORDER BY id LIMIT 1",
+            uuid.UUID(session_id),
+        )
+
+    async def retitle_unless_renamed(self, session_id: str, user_id: str, old: str, new: str) -> None:
+        """Give the session the title `new` if it still has the title made from its first question (`old`):
+        a title the user chose stays."""
+        await self._pool.execute(
+            "UPDATE gateway.sessions SET title = $4 WHERE id = $1 AND user_id = $2 AND title = $3",
+            uuid.UUID(session_id),
+            user_id,
+            old,
+            new,
+        )
+
     async def truncate_at_question(self, session_id: str, user_id: str, turn: int) -> int:
         """Delete the session's `turn`-th question (0-based) and every message after it, if the session is the
         user's; returns how many messages were deleted."""

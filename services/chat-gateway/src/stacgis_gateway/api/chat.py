@@ -29,7 +29,7 @@ from ..schemas import (
     check_chat_request,
     field_error,
 )
-from ..sessions import SessionNotFound
+from ..sessions import SessionNotFound, title_of
 from ..streaming import RUN_ID_HEADER, follow_entries, sse_response, tail_run
 from .problems import ApiProblem, not_found
 
@@ -37,7 +37,6 @@ router = APIRouter(prefix="/chat", tags=["chat"])
 
 # Suggested wait before retrying when every slot is taken (the browser polls capacity meanwhile).
 RETRY_AFTER_SECONDS = 5
-TITLE_CHARS = 80
 log = logging.getLogger(__name__)
 
 RUN_REFUSALS: dict[int | str, dict[str, Any]] = {
@@ -47,11 +46,6 @@ RUN_REFUSALS: dict[int | str, dict[str, Any]] = {
     429: {"model": Problem, "description": "Too many runs started by this user in the last minute"},
     503: {"model": GateFull, "description": "Every model slot is busy; retry after `Retry-After` seconds"},
 }
-
-
-def _title(message: str) -> str:
-    line = " ".join(message.split())
-    return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1].rstrip() + "…"
 
 
 async def _check_model(gateway: Gateway, user_id: str, model: str) -> None:
@@ -133,10 +127,10 @@ async def admit_run(gateway: Gateway, user_id: str, body: ChatRequest) -> RunSpe
             )
         try:
             if new_session:
-                await gateway.sessions.save_new(session, _title(body.message))
+                await gateway.sessions.save_new(session, title_of(body.message))
             elif body.replace_turn is not None:
                 # Only now that the run is admitted: a refused request must not cost the old turn.
-                await gateway.sessions.replace_from(session, body.replace_turn)
+                await gateway.sessions.replace_from(session, body.replace_turn, body.message)
             context = body.spatial_context.model_dump(mode="json") if body.spatial_context else None
             spec = RunSpec(run_id, user_id, session, body.message, context, body.model)
             await gateway.manager.start(spec)
