@@ -1,4 +1,7 @@
 import { defineConfig } from "@playwright/test";
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 
 /**
  * Browser tests against the whole product (`make up`): gateway, orchestrator,
@@ -6,6 +9,13 @@ import { defineConfig } from "@playwright/test";
  * browser is downloaded.
  */
 const baseURL = process.env.E2E_BASE_URL ?? "http://localhost:8080";
+
+// Specs served by Vite against the stand-in gateway (e2e/fakeStack.ts) need no running stack, so
+// `make test` runs them beside the service suites (project "stand-in"); the rest need `make up` ("stack").
+const e2e = join(dirname(fileURLToPath(import.meta.url)), "e2e");
+const standIn = readdirSync(e2e).filter(
+  (name) => name.endsWith(".spec.ts") && readFileSync(join(e2e, name), "utf8").includes("serveWithFakeGateway()"),
+);
 
 export default defineConfig({
   testDir: "e2e",
@@ -17,6 +27,10 @@ export default defineConfig({
   expect: { timeout: 20_000 },
   retries: 0,
   reporter: [["list"]],
+  projects: [
+    { name: "stand-in", testMatch: standIn },
+    { name: "stack", testIgnore: standIn },
+  ],
   use: {
     baseURL,
     viewport: { width: 1400, height: 900 },

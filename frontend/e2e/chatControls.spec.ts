@@ -116,10 +116,25 @@ for (const { name, size } of VIEWPORTS) {
       await expect(lastAnswer(page).getByTestId("answer")).toHaveText("The lowest point is 129 m.");
       expect(gateway.requests.at(-1)?.replace_turn).toBe(0);
       await expect(questions).toHaveCount(1);
-      expect(stored()).toEqual([
+      const lowest = [
         ["user", "What is the lowest point of Luxembourg?"],
         ["assistant", "The lowest point is 129 m."],
-      ]);
+      ];
+      expect(stored()).toEqual(lowest);
+
+      // A replacement the gateway refuses changes nothing: the old turn stays on the page (as in the
+      // stored history) and the edited question goes back into the message box.
+      gateway.refuseNext = { status: 409, body: { detail: "this session already has a run in progress", run_id: "r-other" } };
+      await questions.first().getByRole("button", { name: "Edit and resend" }).click();
+      await input.fill("What is the area of Luxembourg?");
+      await input.press("Enter");
+      await expect(page.getByText("This conversation is still answering a previous message.")).toBeVisible();
+      expect(gateway.requests.at(-1)?.replace_turn).toBe(0);
+      await expect(questions.locator(".message-text")).toHaveText(["What is the lowest point of Luxembourg?"]);
+      await expect(lastAnswer(page).getByTestId("answer")).toHaveText("The lowest point is 129 m.");
+      await expect(input).toHaveValue("What is the area of Luxembourg?");
+      await expect(page.getByTestId("editing-note")).toBeVisible();
+      expect(stored()).toEqual(lowest);
     });
 
     test("conversations are searched by title", async ({ page }) => {

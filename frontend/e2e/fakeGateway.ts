@@ -153,6 +153,8 @@ export class FakeGateway {
   models: string[] = ["fake-model"];
   /** While true every model slot is taken: new runs are refused with the gate's 503 and capacity shows none free. */
   busy = false;
+  /** The next chat request is refused with this answer (status and JSON body), before any run starts. */
+  refuseNext: { status: number; body: JsonObject } | null = null;
   private readonly waiting = new Map<string, (approved: boolean) => void>();
   private readonly cancels = new Map<string, () => void>();
   private releases: (() => void)[] = [];
@@ -302,6 +304,11 @@ export class FakeGateway {
     const body = JSON.parse(await readBody(req)) as ChatRequestBody;
     if (typeof body.message !== "string" || !body.message.trim()) return json(res, 422, { detail: [{ loc: ["body", "message"], msg: "message is required" }] });
     this.requests.push(body);
+    const refusal = this.refuseNext;
+    if (refusal) {
+      this.refuseNext = null;
+      return json(res, refusal.status, refusal.body);
+    }
     if (body.model !== undefined && !this.models.includes(body.model)) {
       return json(res, 422, { detail: [{ loc: ["body", "model"], msg: `unknown model '${body.model}'` }] });
     }

@@ -62,6 +62,7 @@ export function serveWithFakeGateway(): FakeStack {
     gateway.points.clear();
     gateway.mapSaves.length = 0;
     gateway.busy = false;
+    gateway.refuseNext = null;
     gateway.models = ["fake-model"];
     gateway.release();
   });

@@ -399,6 +399,11 @@ export async function sendMessage(text: string, replace?: string): Promise<void>
     if (outcome === "aborted" && runAbort === abort) dispatch({ type: "cancelled_locally" });
   } catch (err) {
     if (runAbort !== abort && !(err instanceof QueueAbortedError)) return; // superseded by another conversation
+    // A refused replacement leaves the conversation as it was: the edit goes back to the box, still an edit.
+    if (replaced && !(err instanceof StreamLostError)) {
+      useChatStore.getState().setDraft(message);
+      useChatStore.getState().setEditing(replaced.id);
+    }
     if (err instanceof QueueAbortedError) {
       if (runAbort === abort || runAbort === null) {
         dispatch({ type: "run_failed", reason: "queue_left", message: "" });
@@ -414,7 +419,9 @@ export async function sendMessage(text: string, replace?: string): Promise<void>
       dispatch({ type: "run_failed", reason: "unreachable", message: `${err.message}. Check that the service is running, then try again.` });
     } else if (err instanceof HttpError) {
       dispatch({ type: "run_failed", reason: "http", message: `The request was refused: ${err.detail}` });
-    } else if (err instanceof StreamLostError || err instanceof QueueFullError) {
+    } else if (err instanceof QueueFullError) {
+      dispatch({ type: "run_failed", reason: "busy", message: `${err.message}. Try again in a moment.` });
+    } else if (err instanceof StreamLostError) {
       dispatch({ type: "run_failed", reason: "stream_lost", message: err.message });
     } else {
       dispatch({ type: "run_failed", reason: "http", message: `Something went wrong: ${describe(err)}` });

@@ -377,11 +377,13 @@ function applyEvent(state: ChatState, event: AgentEvent, eventId: string | null)
 
 export function chatReducer(state: ChatState, action: ChatAction): ChatState {
   switch (action.type) {
-    case "send":
+    case "send": {
+      const kept = messagesBefore(state.messages, action.replaceFrom);
+      const replaced = state.messages.slice(kept.length);
       return {
         ...state,
         messages: [
-          ...messagesBefore(state.messages, action.replaceFrom),
+          ...kept,
           {
             id: action.userId,
             role: "user",
@@ -402,10 +404,12 @@ export function chatReducer(state: ChatState, action: ChatAction): ChatState {
           lastEventId: null,
           startedAt: Date.now(),
           activity: { kind: "sending", since: Date.now() },
+          ...(replaced.length ? { replaced } : {}),
         },
         approval: null,
         notice: null,
       };
+    }
     case "reattach": {
       const now = Date.now();
       const question: UiMessage[] = action.question
@@ -491,14 +495,16 @@ export function chatReducer(state: ChatState, action: ChatAction): ChatState {
     case "run_failed": {
       const run = state.run;
       if (!run) return state;
-      if (action.reason === "queue_left") {
-        // Nothing was sent: take the message back out of the conversation.
-        const idx = state.messages.findIndex((m) => m.id === run.assistantId);
-        const messages = idx > 0 ? state.messages.slice(0, idx - 1) : state.messages;
-        return { ...state, messages, run: null, notice: { kind: "info", text: "You left the queue." } };
-      }
       const kind: NoticeKind =
         action.reason === "unreachable" ? "unreachable" : action.reason === "busy" ? "busy" : "error";
+      if (action.reason === "queue_left" || (run.replaced && run.runId === null && action.reason !== "stream_lost")) {
+        // Nothing was sent, or the gateway refused it before the run began (the stored conversation is
+        // unchanged): take the message back out and put back the turns it was to replace.
+        const idx = state.messages.findIndex((m) => m.id === run.assistantId);
+        const messages = [...(idx > 0 ? state.messages.slice(0, idx - 1) : state.messages), ...(run.replaced ?? [])];
+        const notice = action.reason === "queue_left" ? { kind: "info" as const, text: "You left the queue." } : { kind, text: action.message };
+        return { ...state, messages, run: null, notice };
+      }
       const next = updateMessage(state, run.assistantId, (m) => ({
         ...m,
         status: "error",

@@ -124,6 +124,8 @@ export interface RunState {
   /** When the message was sent (ms since the epoch). */
   startedAt: number;
   activity: RunActivity;
+  /** The turns a replacing send took out, put back if the gateway refuses the run before admitting it. */
+  replaced?: UiMessage[];
 }
 
 export type NoticeKind =

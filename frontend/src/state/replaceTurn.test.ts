@@ -61,3 +61,43 @@ describe("replacing a turn", () => {
     expect(messages.filter((m) => m.role === "user").map((m) => m.turn)).toEqual([0, 1]);
   });
 });
+
+describe("a replacement the gateway refuses", () => {
+  const conversation = () => answer(ask(answer(ask(initialChatState, 1, "first"), 1, "one"), 2, "second"), 2, "two");
+
+  it.each(["busy", "http", "unreachable"] as const)("(%s) puts the replaced turns back as they were", (reason) => {
+    const before = conversation();
+    let s = ask(before, 3, "second, edited", "u2");
+    expect(s.messages.map((m) => m.content)).toEqual(["first", "one", "second, edited", ""]);
+    s = chatReducer(s, { type: "run_failed", reason, message: "refused" });
+    expect(s.messages).toEqual(before.messages);
+    expect(s.run).toBeNull();
+    expect(s.notice?.text).toBe("refused");
+  });
+
+  it("leaving the queue puts them back too", () => {
+    const before = conversation();
+    const s = chatReducer(ask(before, 3, "first, edited", "u1"), { type: "run_failed", reason: "queue_left", message: "" });
+    expect(s.messages).toEqual(before.messages);
+    expect(s.notice).toEqual({ kind: "info", text: "You left the queue." });
+  });
+
+  it("once the run began, the replaced turns stay gone (the gateway dropped them)", () => {
+    let s = ask(conversation(), 3, "second, edited", "u2");
+    s = chatReducer(s, { type: "event", event: ev("run-3", 1, 0, { runStarted: { sessionId: "s-1" } }), eventId: "3-0" });
+    s = chatReducer(s, { type: "run_failed", reason: "stream_lost", message: "lost" });
+    expect(s.messages.map((m) => m.content)).toEqual(["first", "one", "second, edited", ""]);
+  });
+
+  it("a refused plain question stays with its error, as before", () => {
+    const s = chatReducer(ask(conversation(), 3, "third"), { type: "run_failed", reason: "http", message: "no" });
+    expect(s.messages.map((m) => [m.content, m.status])).toEqual([
+      ["first", "complete"],
+      ["one", "complete"],
+      ["second", "complete"],
+      ["two", "complete"],
+      ["third", "complete"],
+      ["", "error"],
+    ]);
+  });
+});
