@@ -137,4 +137,41 @@ for (const { name, size } of [
     await expect(picker.locator("option:checked")).toHaveText("Green outlines");
     await shot(page, `basemap-green-${name}`);
   });
+
+  test(`country names are drawn on every offline basemap, from the bundled font (${name})`, async ({ page }) => {
+    const problems: string[] = [];
+    page.on("console", (message) => {
+      if (message.type() === "error" || (message.type() === "warning" && /glyph|font/i.test(message.text()))) problems.push(message.text());
+    });
+    await page.setViewportSize(size);
+    await openApp(page, stack.url());
+    const picker = page.getByRole("combobox", { name: "Basemap" });
+    for (const [label, style] of [
+      ["Light outlines", "stacgis-offline-light"],
+      ["Dark outlines", "stacgis-offline-dark"],
+      ["Green outlines", "stacgis-offline-satellite"],
+    ]) {
+      await picker.selectOption({ label });
+      await page.waitForFunction((want) => window.__stacgisMap?.getStyle()?.name === want, style);
+      // Placed names (a name is placed only once its glyphs are drawn); the biggest country in view
+      // has the first claim on its place, so it is always among them.
+      const shown = await page.waitForFunction(() => {
+        const map = window.__stacgisMap;
+        if (!map?.getSource("country-labels")) return null;
+        const placed = map.queryRenderedFeatures({ layers: ["country-labels"] }).map((f) => String(f.properties.name));
+        const bounds = map.getBounds();
+        const inView = map
+          .querySourceFeatures("country-labels")
+          .filter((f) => f.geometry.type === "Point" && bounds.contains(f.geometry.coordinates as [number, number]))
+          .sort((a, b) => Number(b.properties.area) - Number(a.properties.area));
+        if (!inView.length || !placed.includes(String(inView[0].properties.name))) return null;
+        return { placed, biggest: String(inView[0].properties.name) };
+      }, undefined, { timeout: 30_000 });
+      const { placed, biggest } = (await shown.jsonValue())!;
+      expect(placed.length, `names placed on ${label}`).toBeGreaterThanOrEqual(3);
+      expect(placed).toContain(biggest);
+    }
+    expect(problems).toEqual([]);
+    await shot(page, `basemap-names-${name}`);
+  });
 }

@@ -16,6 +16,7 @@ import { useUiStore } from "../state/uiStore";
 import {
   COUNTRIES_FILL_LAYER,
   COUNTRIES_SOURCE,
+  COUNTRY_LABELS_SOURCE,
   loadCountries,
   offlineStyle,
   SATELLITE_STYLE_URL,
@@ -59,7 +60,7 @@ let basemapOpacities = new Map<string, number>();
 function styleFor(choice: BasemapChoice): StyleSpecification | string {
   if (typeof choice === "object") return choice.url;
   if (choice === "satellite" && SATELLITE_STYLE_URL) return SATELLITE_STYLE_URL;
-  return offlineStyle(choice as OfflineVariant, window.location.href, countriesCache?.display ?? null);
+  return offlineStyle(choice as OfflineVariant, window.location.href, countriesCache);
 }
 
 /** The layers the app owns on top of any basemap: the user's selection and drawing. */
@@ -246,6 +247,7 @@ export function MapView() {
       .then((countries) => {
         countriesCache = countries;
         (instance.getSource(COUNTRIES_SOURCE) as GeoJSONSource | undefined)?.setData(countries.display);
+        (instance.getSource(COUNTRY_LABELS_SOURCE) as GeoJSONSource | undefined)?.setData(countries.labels);
       })
       .catch(() => setLoadError("Country outlines could not be loaded"));
 
