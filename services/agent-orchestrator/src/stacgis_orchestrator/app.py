@@ -11,7 +11,6 @@ from fastapi.responses import JSONResponse
 from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
 from redis.exceptions import RedisError
 
-from stacgis_common.auth import identity_dependency
 from stacgis_common.health import health_routes
 from stacgis_common.telemetry import OTEL_ASGI_OPTIONS, MetricsMiddleware, metrics_endpoint, setup_telemetry
 
@@ -68,11 +67,8 @@ def create_app(settings: OrchestratorSettings) -> FastAPI:
     for route in health_routes({"redis": redis_ready, "model": model_ready, "tools": tools_ready}):
         app.router.routes.append(route)
     app.add_route("/metrics", metrics_endpoint, methods=["GET"], include_in_schema=False)
-    identity = identity_dependency(settings)
-    app.include_router(runs.build_router(identity))
-    app.include_router(approvals.build_router(identity))
-    app.include_router(tools.build_router(identity))
-    app.include_router(models.build_router(identity))
+    for api in (runs, approvals, tools, models):
+        app.include_router(api.router)
     app.add_middleware(MetricsMiddleware, service=SERVICE_NAME)
     app.add_middleware(OpenTelemetryMiddleware, **OTEL_ASGI_OPTIONS)
     return app

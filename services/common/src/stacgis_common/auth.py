@@ -135,21 +135,28 @@ def bearer_token(request: Request) -> str:
     return token.strip()
 
 
-def identity_dependency(settings: ServiceSettings) -> Callable[[Request], Awaitable[Identity]]:
-    """FastAPI dependency: the verified caller, or 401."""
+def verified_identity(request: Request, settings: ServiceSettings) -> Identity:
+    """The caller the request's internal token names, or a 401 (FastAPI's HTTPException)."""
     from fastapi import HTTPException
 
-    secret = settings.internal_token_secret.get_secret_value()
+    try:
+        token = bearer_token(request)
+        identity = verify_internal_token(
+            token, settings.internal_token_secret.get_secret_value(), settings.internal_token_audience
+        )
+    except InvalidInternalToken as error:
+        raise HTTPException(
+            status_code=401, detail=f"invalid internal token: {error}", headers={"WWW-Authenticate": "Bearer"}
+        ) from None
+    request.state.identity = identity
+    request.state.internal_token = token
+    return identity
+
+
+def identity_dependency(settings: ServiceSettings) -> Callable[[Request], Awaitable[Identity]]:
+    """FastAPI dependency: the verified caller, or 401."""
 
     async def dependency(request: Request) -> Identity:
-        try:
-            identity = verify_internal_token(bearer_token(request), secret, settings.internal_token_audience)
-        except InvalidInternalToken as error:
-            raise HTTPException(
-                status_code=401, detail=f"invalid internal token: {error}", headers={"WWW-Authenticate": "Bearer"}
-            ) from None
-        request.state.identity = identity
-        request.state.internal_token = bearer_token(request)
-        return identity
+        return verified_identity(request, settings)
 
     return dependency

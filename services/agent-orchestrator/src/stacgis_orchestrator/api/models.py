@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import httpx
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from stacgis_common.auth import Identity
-
-from ..services import Services
+from .deps import CallerDep, ServicesDep
 
 log = logging.getLogger(__name__)
 
@@ -39,24 +36,21 @@ def chat_models(default: str, embedding: str, offered: list[str]) -> list[str]:
     return out
 
 
-def build_router(identity: Any) -> APIRouter:
-    router = APIRouter(prefix="/v1")
+router = APIRouter(prefix="/v1")
 
-    @router.get("/models", response_model=ModelList)
-    async def list_models(request: Request, _: Identity = Depends(identity)) -> ModelList:
-        services: Services = request.app.state.services
-        settings = services.settings
-        try:
-            offered = await services.provider.models()
-            listed = True
-        except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError) as error:
-            log.warning("could not list the model server's models", extra={"error": repr(error)})
-            offered, listed = [], False
-        return ModelList(
-            provider=settings.llm_provider,
-            default=settings.llm_model,
-            models=chat_models(settings.llm_model, settings.embedding_model, offered),
-            listed=listed,
-        )
 
-    return router
+@router.get("/models", response_model=ModelList)
+async def list_models(services: ServicesDep, _: CallerDep) -> ModelList:
+    settings = services.settings
+    try:
+        offered = await services.provider.models()
+        listed = True
+    except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError) as error:
+        log.warning("could not list the model server's models", extra={"error": repr(error)})
+        offered, listed = [], False
+    return ModelList(
+        provider=settings.llm_provider,
+        default=settings.llm_model,
+        models=chat_models(settings.llm_model, settings.embedding_model, offered),
+        listed=listed,
+    )

@@ -5,10 +5,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
 
 import anyio
-from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse
 from sse_starlette import EventSourceResponse
 
@@ -18,7 +17,7 @@ from ..coordination import NotFound
 from ..events import EventSink, event_name, to_json
 from ..loop import AgentRun
 from ..run_context import RunInput
-from ..services import Services
+from .deps import CallerDep, ServicesDep
 from .run_request import parse_run_request, validated_inputs
 
 log = logging.getLogger(__name__)
@@ -39,73 +38,70 @@ RUN_REQUEST_SCHEMA = {
 }
 
 
-def build_router(identity: Any) -> APIRouter:
-    router = APIRouter(prefix="/v1")
+router = APIRouter(prefix="/v1")
 
-    @router.post(
-        "/runs",
-        openapi_extra={"requestBody": RUN_REQUEST_SCHEMA},
-        responses={200: {"description": "text/event-stream of stacgis.v1.AgentEvent (proto3 JSON)"}},
+
+@router.post(
+    "/runs",
+    openapi_extra={"requestBody": RUN_REQUEST_SCHEMA},
+    responses={200: {"description": "text/event-stream of stacgis.v1.AgentEvent (proto3 JSON)"}},
+)
+async def create_run(request: Request, services: ServicesDep, caller: CallerDep) -> EventSourceResponse:
+    settings = services.settings
+    run_request = parse_run_request(await request.body())
+    run_id, message, history, spatial, max_steps, model = validated_inputs(run_request, settings)
+    # The session comes from the verified token; a body value only fills in when the token has none.
+    identity_for_run = Identity(caller.user_id, caller.session_id or run_request.session_id or None)
+    sink = EventSink(run_id)
+    run = AgentRun(
+        services.deps,
+        RunInput(run_id, identity_for_run, message, history, spatial, max_steps, model),
+        sink,
     )
-    async def create_run(request: Request, caller: Identity = Depends(identity)) -> EventSourceResponse:
-        services: Services = request.app.state.services
-        settings = services.settings
-        run_request = parse_run_request(await request.body())
-        run_id, message, history, spatial, max_steps, model = validated_inputs(run_request, settings)
-        # The session comes from the verified token; a body value only fills in when the token has none.
-        identity_for_run = Identity(caller.user_id, caller.session_id or run_request.session_id or None)
-        sink = EventSink(run_id)
-        run = AgentRun(
-            services.deps,
-            RunInput(run_id, identity_for_run, message, history, spatial, max_steps, model),
-            sink,
-        )
-        holder: dict[str, asyncio.Task[None]] = {}
+    holder: dict[str, asyncio.Task[None]] = {}
 
-        def on_cancel() -> None:
-            run.request_cancel()
-            task = holder.get("task")
-            if task is not None and not task.done():
-                task.cancel()
+    def on_cancel() -> None:
+        run.request_cancel()
+        task = holder.get("task")
+        if task is not None and not task.done():
+            task.cancel()
 
-        if not await services.coordinator.register_run(run_id, caller.user_id, identity_for_run.session_id, on_cancel):
-            raise HTTPException(status_code=409, detail=f"run {run_id} already exists")
+    if not await services.coordinator.register_run(run_id, caller.user_id, identity_for_run.session_id, on_cancel):
+        raise HTTPException(status_code=409, detail=f"run {run_id} already exists")
 
-        async def stream() -> AsyncIterator[dict[str, str]]:
-            holder["task"] = asyncio.create_task(run.execute(), name=f"run-{run_id}")
-            try:
-                while True:
-                    event = await sink.queue.get()
-                    if event is None:
-                        break
-                    yield {"event": event_name(event), "data": to_json(event), "id": str(event.seq)}
-            finally:
-                # The caller went away (or the run ended): stop the run now, model stream included.
-                with anyio.CancelScope(shield=True):
-                    task = holder["task"]
-                    if not task.done():
-                        task.cancel()
-                        try:
-                            await task
-                        except asyncio.CancelledError:
-                            pass
-                        except Exception:  # the run already failed; the caller is gone, so log it
-                            log.exception("run failed while being stopped", extra={"run_id": run_id})
-                    await services.coordinator.finish_run(run_id)
-
-        return EventSourceResponse(
-            stream(),
-            ping=int(max(1, settings.sse_ping_seconds)),
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", "X-Run-Id": run_id},
-        )
-
-    @router.post("/runs/{run_id}/cancel", status_code=202)
-    async def cancel_run(run_id: str, request: Request, caller: Identity = Depends(identity)) -> JSONResponse:
-        services: Services = request.app.state.services
+    async def stream() -> AsyncIterator[dict[str, str]]:
+        holder["task"] = asyncio.create_task(run.execute(), name=f"run-{run_id}")
         try:
-            await services.coordinator.request_cancel(run_id, caller.user_id)
-        except NotFound:
-            raise HTTPException(status_code=404, detail=f"no run {run_id} in progress") from None
-        return JSONResponse({"runId": run_id, "status": "cancelling"}, status_code=202)
+            while True:
+                event = await sink.queue.get()
+                if event is None:
+                    break
+                yield {"event": event_name(event), "data": to_json(event), "id": str(event.seq)}
+        finally:
+            # The caller went away (or the run ended): stop the run now, model stream included.
+            with anyio.CancelScope(shield=True):
+                task = holder["task"]
+                if not task.done():
+                    task.cancel()
+                    try:
+                        await task
+                    except asyncio.CancelledError:
+                        pass
+                    except Exception:  # the run already failed; the caller is gone, so log it
+                        log.exception("run failed while being stopped", extra={"run_id": run_id})
+                await services.coordinator.finish_run(run_id)
 
-    return router
+    return EventSourceResponse(
+        stream(),
+        ping=int(max(1, settings.sse_ping_seconds)),
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", "X-Run-Id": run_id},
+    )
+
+
+@router.post("/runs/{run_id}/cancel", status_code=202)
+async def cancel_run(run_id: str, services: ServicesDep, caller: CallerDep) -> JSONResponse:
+    try:
+        await services.coordinator.request_cancel(run_id, caller.user_id)
+    except NotFound:
+        raise HTTPException(status_code=404, detail=f"no run {run_id} in progress") from None
+    return JSONResponse({"runId": run_id, "status": "cancelling"}, status_code=202)
