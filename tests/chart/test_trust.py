@@ -4,13 +4,14 @@ every identity header the gateway reads."""
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
 import helm_python
 import pytest
 
-from .conftest import RELEASE, Rendered, Renderer, env_of, name_of
+from .conftest import DATABASE_COMPONENTS, RELEASE, Rendered, Renderer, env_of, name_of
 
 
 def gateway_config(rendered: Rendered) -> dict[str, str]:
@@ -102,6 +103,8 @@ def test_trusted_header_mode_needs_the_proxys_addresses(chart: helm_python.Chart
         ({"gateway": {"auth": {"trustedProxies": ["everyone"]}}}, "trustedProxies"),
         ({"gateway": {"auth": {"authUrl": "not a url"}}}, "authUrl"),
         ({"gateway": {"bodyDeadlineSeconds": 0}}, "bodyDeadlineSeconds"),
+        ({"postgresql": {"external": {"appUsername": "app; DROP ROLE x"}}}, "appUsername"),
+        ({"postgresql": {"external": {"ownerUrl": "db.internal:5432"}}}, "ownerUrl"),
     ],
 )
 def test_schema_refuses_bad_trust_values(chart: helm_python.Chart, values: dict[str, Any], field: str) -> None:
@@ -130,6 +133,132 @@ def test_services_connect_as_the_application_role_and_jobs_as_the_owner(renderer
         assert env["STACGIS_POSTGRES_PASSWORD"]["valueFrom"]["secretKeyRef"]["key"] == "password"
     sql = rendered.get("ConfigMap", f"{name_of('postgresql')}-roles")["data"]["app-role.sql"]
     assert "NOSUPERUSER" in sql and "ALTER DEFAULT PRIVILEGES" in sql
+    assert_roles_script_runs_before_the_job(rendered)
+    # Nothing runs the script without the Job.
+    assert not renderer.render({"migrations": {"enabled": False}}).has("ConfigMap", f"{name_of('postgresql')}-roles")
+
+
+def assert_roles_script_runs_before_the_job(rendered: Rendered) -> dict[str, Any]:
+    """The roles ConfigMap is a hook of the Job's own phases with a lower weight: with an existing Secret the
+    Job runs before install, when the release's plain resources do not exist yet. Returns the init container."""
+    job = rendered.get("Job", name_of("migrations"))
+    roles = rendered.get("ConfigMap", f"{name_of('postgresql')}-roles")
+    job_hook, roles_hook = job["metadata"]["annotations"], roles["metadata"]["annotations"]
+    assert roles_hook["helm.sh/hook"] == job_hook["helm.sh/hook"]
+    assert int(roles_hook["helm.sh/hook-weight"]) < int(job_hook["helm.sh/hook-weight"])
+    spec = job["spec"]["template"]["spec"]
+    (init,) = spec["initContainers"]
+    (volume,) = [v for v in spec["volumes"] if v.get("configMap", {}).get("name") == roles["metadata"]["name"]]
+    (mount,) = [m for m in init["volumeMounts"] if m["name"] == volume["name"]]
+    # psql reads the script the ConfigMap holds, where the volume puts it.
+    (key,) = roles["data"]
+    assert init["command"][init["command"].index("-f") + 1] == f"{mount['mountPath']}/{key}"
+    assert "ON_ERROR_STOP=1" in init["command"]
+    return dict(init)
+
+
+def database_url_keys(rendered: Rendered, kind: str) -> dict[str, set[tuple[str, str]]]:
+    """(Secret, key) of every *_DATABASE_URL of each workload of a kind, by workload name."""
+    found: dict[str, set[tuple[str, str]]] = {}
+    for doc, spec in rendered.workloads():
+        if doc["kind"] != kind:
+            continue
+        for container in spec["containers"]:
+            for name, entry in env_of(container).items():
+                if name.endswith("_DATABASE_URL"):
+                    ref = entry["valueFrom"]["secretKeyRef"]
+                    found.setdefault(doc["metadata"]["name"], set()).add((ref["name"], ref["key"]))
+    return found
+
+
+APP_URL = "postgresql://stacgis_app:app-secret@db.internal:5432/stacgis?sslmode=require"
+OWNER_URL = "postgresql://stacgis_owner:owner-secret@db.internal:5432/stacgis?sslmode=require"
+EXTERNAL_APP_ROLE: dict[str, Any] = {
+    "postgresql": {
+        "enabled": False,
+        "external": {"url": APP_URL, "ownerUrl": OWNER_URL, "appUsername": "stacgis_app"},
+    }
+}
+
+
+@pytest.mark.parametrize(
+    "external",
+    [
+        EXTERNAL_APP_ROLE["postgresql"]["external"],
+        {"existingSecret": "db-urls", "urlKey": "app-url", "ownerUrlKey": "owner-url", "appUsername": "svc_rows"},
+    ],
+    ids=["literal-urls", "existing-secret"],
+)
+def test_an_external_server_with_an_application_role_gives_services_its_url_and_jobs_the_owners(
+    renderer: Renderer, external: dict[str, Any]
+) -> None:
+    rendered = renderer.render({"postgresql": {"enabled": False, "external": external}})
+    secret_name = external.get("existingSecret") or name_of("postgresql")
+    url_key, owner_key = external.get("urlKey", "database-url"), external.get("ownerUrlKey", "database-owner-url")
+    if "existingSecret" in external:
+        assert not rendered.has("Secret", name_of("postgresql"))
+    else:
+        data = rendered.get("Secret", name_of("postgresql"))["data"]
+        decoded = {key: base64.b64decode(value).decode() for key, value in data.items()}
+        assert decoded == {url_key: external["url"], owner_key: external["ownerUrl"]}
+
+    services = database_url_keys(rendered, "Deployment")
+    assert set(services) == {name_of(c) for c in DATABASE_COMPONENTS}
+    assert all(refs == {(secret_name, url_key)} for refs in services.values()), services
+    jobs = database_url_keys(rendered, "Job")
+    assert {name_of("migrations"), name_of("vector-load"), name_of("knowledge-ingest")} <= set(jobs)
+    assert all(refs == {(secret_name, owner_key)} for refs in jobs.values()), jobs
+
+    init = assert_roles_script_runs_before_the_job(rendered)
+    assert init["name"] == "database-roles"
+    # Kubernetes expands $(OWNER_DATABASE_URL) in the command: psql connects as the owner.
+    command = init["command"]
+    assert command[:2] == ["psql", "$(OWNER_DATABASE_URL)"]
+    assert f"app_role={external['appUsername']}" in command
+    env = env_of(init)
+    assert env["OWNER_DATABASE_URL"]["valueFrom"]["secretKeyRef"] == {"name": secret_name, "key": owner_key}
+    # The operator's role keeps the password they gave it: the script gets none, so it only grants.
+    assert set(env) == {"OWNER_DATABASE_URL"}
+    hook = rendered.get("Job", name_of("migrations"))["metadata"]["annotations"]["helm.sh/hook"]
+    assert hook == ("pre-install,pre-upgrade" if "existingSecret" in external else "post-install,pre-upgrade")
+
+
+def test_an_external_server_without_an_application_role_keeps_one_url(renderer: Renderer) -> None:
+    rendered = renderer.render({"postgresql": {"enabled": False, "external": {"url": OWNER_URL}}})
+    data = rendered.get("Secret", name_of("postgresql"))["data"]
+    assert {key: base64.b64decode(value).decode() for key, value in data.items()} == {"database-url": OWNER_URL}
+    one_url = {(name_of("postgresql"), "database-url")}
+    for kind in ("Deployment", "Job"):
+        found = database_url_keys(rendered, kind)
+        assert found and all(refs == one_url for refs in found.values()), (kind, found)
+    job = rendered.get("Job", name_of("migrations"))["spec"]["template"]["spec"]
+    assert "initContainers" not in job
+    assert [v["name"] for v in job["volumes"]] == ["tmp"]
+    assert not rendered.has("ConfigMap", f"{name_of('postgresql')}-roles")
+
+
+@pytest.mark.parametrize(
+    ("external", "message"),
+    [
+        ({"url": APP_URL, "appUsername": "stacgis_app"}, r"postgresql\.external\.ownerUrl .*required"),
+        (
+            {"url": OWNER_URL, "ownerUrl": OWNER_URL, "appUsername": "stacgis_app"},
+            r"postgresql\.external\.url connects as",
+        ),
+        ({"url": APP_URL, "ownerUrl": APP_URL, "appUsername": "stacgis_app"}, r"ownerUrl must connect as the owner"),
+        ({"url": OWNER_URL, "ownerUrl": OWNER_URL}, r"used only with postgresql\.external\.appUsername"),
+        (
+            {"existingSecret": "db-urls", "appUsername": "stacgis_app", "ownerUrlKey": "database-url"},
+            r"postgresql\.external\.ownerUrlKey must differ",
+        ),
+    ],
+    ids=["no-owner-url", "url-of-another-role", "owner-is-the-app-role", "owner-url-alone", "one-key-for-both"],
+)
+def test_an_incomplete_application_role_setup_is_refused(
+    chart: helm_python.Chart, external: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(helm_python.HelmError, match=message):
+        chart.render(values={"postgresql": {"enabled": False, "external": external}}, name="demo", namespace="stacgis")
 
 
 def test_the_gateway_api_route_never_passes_a_clients_identity_header(

@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
+import secrets
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import httpx
 import pytest
+import pytest_asyncio
 
 from stacgis_common.testing import RunningService, call_tool, free_port, run_service
 
@@ -156,21 +160,85 @@ async def test_services_work_as_the_application_role_on_schemas_the_owner_migrat
     assert owner == "stacgis"
 
 
-def chart_role_sql() -> str:
-    """The application-role script the chart's migrations Job runs, as the chart renders it."""
+def render_chart(values: dict[str, Any]) -> list[dict[str, Any]]:
     import helm_python
     import yaml
 
     with helm_python.Chart.load(ROOT / "charts" / "stacgis") as chart:
-        files = chart.render(values={}, name="demo", namespace="stacgis")
-    for path, text in files.items():
-        if not path.endswith((".yaml", ".yml")):
-            continue
-        for doc in yaml.safe_load_all(text):
-            if doc and doc["kind"] == "ConfigMap" and doc["metadata"]["name"].endswith("-postgresql-roles"):
-                sql: str = doc["data"]["app-role.sql"]
-                return sql
-    raise AssertionError("the chart renders no roles ConfigMap")
+        files = chart.render(values=values, name="demo", namespace="stacgis")
+    return [
+        doc
+        for path, text in files.items()
+        if path.endswith((".yaml", ".yml"))
+        for doc in yaml.safe_load_all(text)
+        if doc
+    ]
+
+
+def chart_roles(values: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any], list[dict[str, Any]]]:
+    """The roles ConfigMap's files, the migrations Job's `database-roles` init container and the Job's
+    volumes, as the chart renders them for `values`."""
+    docs = render_chart(values)
+    (files,) = [
+        d["data"] for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("-postgresql-roles")
+    ]
+    (job,) = [
+        d["spec"]["template"]["spec"]
+        for d in docs
+        if d["kind"] == "Job" and d["metadata"]["name"].endswith("-migrations")
+    ]
+    (init,) = [c for c in job.get("initContainers", []) if c["name"] == "database-roles"]
+    return files, init, job["volumes"]
+
+
+def chart_role_sql() -> str:
+    """The application-role script the chart's migrations Job runs, as the chart renders it."""
+    files, _, _ = chart_roles({})
+    return files["app-role.sql"]
+
+
+def run_as_kubernetes(
+    values: dict[str, Any], secrets: dict[tuple[str, str], str], folder: Path
+) -> subprocess.CompletedProcess[str]:
+    """Run the rendered init container's own command here as the kubelet would: its env (and only its env)
+    resolved from `secrets`, $(VAR) expanded in the command, the roles ConfigMap mounted from `folder`,
+    psql from the local Postgres build."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import local_infra
+
+    files, init, volumes = chart_roles(values)
+    env: dict[str, str] = {}
+    for entry in init.get("env", []):
+        if "value" in entry:
+            env[entry["name"]] = entry["value"]
+        else:
+            ref = entry["valueFrom"]["secretKeyRef"]
+            env[entry["name"]] = secrets[(ref["name"], ref["key"])]
+    mounts = {}
+    for mount in init["volumeMounts"]:
+        (volume,) = [v for v in volumes if v["name"] == mount["name"]]
+        assert "configMap" in volume, volume
+        target = folder / mount["name"]
+        target.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            (target / name).write_text(text)
+        mounts[mount["mountPath"].rstrip("/") + "/"] = f"{target}/"
+    command = []
+    for arg in init["command"]:
+        arg = re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", lambda m: env.get(m[1], m[0]), arg)
+        for mount_path, local in mounts.items():
+            if arg.startswith(mount_path):
+                arg = local + arg.removeprefix(mount_path)
+        command.append(arg)
+    assert command[0] == "psql", command
+    return subprocess.run(
+        [str(local_infra.pg_bin() / "psql"), *command[1:]],
+        env={"PATH": os.environ["PATH"], "HOME": str(folder), **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 def run_chart_sql(infra: PrivateInfra, script: Path, role: str, password: str) -> None:
@@ -222,3 +290,150 @@ async def test_the_charts_role_script_makes_a_role_of_rows_only(infra: PrivateIn
             await app.execute("DROP TABLE chart_demo.notes")
     finally:
         await app.close()
+
+
+class ExternalServer:
+    """A database on the private server set up as an operator of an external Postgres would: an owner that is
+    no superuser and owns the database, and (unless told otherwise) the login role they made for the services."""
+
+    def __init__(self, infra: PrivateInfra, database: str) -> None:
+        self.infra, self.database = infra, database
+        self.owner, self.owner_password = f"{database}_owner", secrets.token_urlsafe(16)
+        self.app_password = secrets.token_urlsafe(16)
+
+    def url(self, role: str, password: str) -> str:
+        return f"postgresql://{role}:{password}@127.0.0.1:{self.infra.pg_port}/{self.database}"
+
+    @property
+    def owner_url(self) -> str:
+        return self.url(self.owner, self.owner_password)
+
+    def values(self, app_role: str) -> dict[str, Any]:
+        external = {"existingSecret": "db-urls", "appUsername": app_role}
+        return {"postgresql": {"enabled": False, "external": external}}
+
+    def grant(self, app_role: str, folder: Path) -> subprocess.CompletedProcess[str]:
+        # The operator's Secret: the owner's URL under the chart's default key; nothing else reaches psql.
+        return run_as_kubernetes(self.values(app_role), {("db-urls", "database-owner-url"): self.owner_url}, folder)
+
+
+@pytest_asyncio.fixture
+async def external(infra: PrivateInfra) -> AsyncIterator[ExternalServer]:
+    server = ExternalServer(infra, f"ext_{secrets.token_hex(4)}")
+    admin = await asyncpg.connect(infra.dsn("stacgis"))
+    try:
+        await admin.execute(f"CREATE ROLE {server.owner} LOGIN PASSWORD '{server.owner_password}'")
+        await admin.execute(f"CREATE DATABASE {server.database} OWNER {server.owner}")
+        yield server
+    finally:
+        await admin.execute(f"DROP DATABASE IF EXISTS {server.database} WITH (FORCE)")
+        for role in await admin.fetch("SELECT rolname FROM pg_roles WHERE rolname LIKE $1", f"{server.database}%"):
+            await admin.execute(f"DROP OWNED BY {role['rolname']}")
+            await admin.execute(f"DROP ROLE {role['rolname']}")
+        await admin.close()
+
+
+async def role_record(infra: PrivateInfra, role: str) -> asyncpg.Record | None:
+    admin = await asyncpg.connect(infra.dsn("stacgis"))
+    try:
+        return await admin.fetchrow(
+            "SELECT rolsuper, rolcreatedb, rolcreaterole, rolcanlogin, rolpassword FROM pg_authid WHERE rolname = $1",
+            role,
+        )
+    finally:
+        await admin.close()
+
+
+@pytest.mark.asyncio
+async def test_on_an_external_server_the_charts_script_only_grants_rows_to_the_operators_role(
+    infra: PrivateInfra, external: ExternalServer, tmp_path: Path
+) -> None:
+    app_role = f"{external.database}_app"
+    admin = await asyncpg.connect(infra.dsn("stacgis"))
+    try:
+        await admin.execute(f"CREATE ROLE {app_role} LOGIN PASSWORD '{external.app_password}'")
+    finally:
+        await admin.close()
+    before = await role_record(infra, app_role)
+
+    owner = await asyncpg.connect(external.owner_url)
+    try:
+        # A schema migrated before the grants run (an upgrade) and one after (the first install's migrations).
+        await owner.execute(
+            "CREATE SCHEMA before_grants; CREATE TABLE before_grants.notes (id bigserial PRIMARY KEY, text text)"
+        )
+        first = external.grant(app_role, tmp_path)
+        assert first.returncode == 0, first.stdout + first.stderr
+        await owner.execute(
+            "CREATE SCHEMA after_grants; CREATE TABLE after_grants.notes (id bigserial PRIMARY KEY, text text)"
+        )
+        for schema in ("before_grants", "after_grants"):
+            await owner.executemany(
+                f"INSERT INTO {schema}.notes (text) VALUES ($1)", [("owner row a",), ("owner row b",)]
+            )
+        again = external.grant(app_role, tmp_path)
+        assert again.returncode == 0, again.stdout + again.stderr
+
+        # The role, its attributes and the password the operator gave it are as they were.
+        assert await role_record(infra, app_role) == before
+        app = await asyncpg.connect(external.url(app_role, external.app_password))
+        try:
+            for schema in ("before_grants", "after_grants"):
+                table = f"{schema}.notes"
+                seen = [tuple(r) for r in await app.fetch(f"SELECT id, text FROM {table} ORDER BY id")]
+                assert seen == [tuple(r) for r in await owner.fetch(f"SELECT id, text FROM {table} ORDER BY id")]
+                new_id = await app.fetchval(f"INSERT INTO {table} (text) VALUES ('from the app') RETURNING id")
+                await app.execute(f"UPDATE {table} SET text = 'edited by the app' WHERE id = $1", new_id)
+                assert await owner.fetchval(f"SELECT text FROM {table} WHERE id = $1", new_id) == "edited by the app"
+                await app.execute(f"DELETE FROM {table} WHERE id = $1", new_id)
+                assert await owner.fetchval(f"SELECT count(*) FROM {table} WHERE id = $1", new_id) == 0
+                for statement in (
+                    f"CREATE TABLE {schema}.planted (x int)",
+                    f"ALTER TABLE {table} ADD COLUMN planted int",
+                    f"DROP TABLE {table}",
+                    f"TRUNCATE {table}",
+                ):
+                    with pytest.raises(asyncpg.InsufficientPrivilegeError):
+                        await app.execute(statement)
+            for statement in ("CREATE TABLE public.planted (x int)", "CREATE SCHEMA planted"):
+                with pytest.raises(asyncpg.InsufficientPrivilegeError):
+                    await app.execute(statement)
+            # Every table it can write is one the owner owns.
+            owners = await app.fetch(
+                "SELECT DISTINCT tableowner FROM pg_tables WHERE schemaname NOT IN ('pg_catalog', 'information_schema')"
+                " AND has_table_privilege(current_user, format('%I.%I', schemaname, tablename), 'INSERT')"
+            )
+            assert [r["tableowner"] for r in owners] == [external.owner]
+        finally:
+            await app.close()
+    finally:
+        await owner.close()
+
+
+@pytest.mark.asyncio
+async def test_on_an_external_server_a_missing_application_role_fails_naming_it(
+    infra: PrivateInfra, external: ExternalServer, tmp_path: Path
+) -> None:
+    missing = f"{external.database}_nobody"
+    done = external.grant(missing, tmp_path)
+    assert done.returncode != 0
+    assert f'application role "{missing}" does not exist' in done.stderr, done.stderr
+    # Nothing was created, and ON_ERROR_STOP stopped before any grant.
+    assert await role_record(infra, missing) is None
+    owner = await asyncpg.connect(external.owner_url)
+    try:
+        assert await owner.fetchval("SELECT count(*) FROM pg_default_acl") == 0
+    finally:
+        await owner.close()
+
+
+@pytest.mark.asyncio
+async def test_the_owner_or_a_superuser_is_refused_as_the_application_role(
+    infra: PrivateInfra, external: ExternalServer, tmp_path: Path
+) -> None:
+    superuser = await role_record(infra, "stacgis")
+    assert superuser is not None and superuser["rolsuper"] is True
+    for role in (external.owner, "stacgis"):
+        done = external.grant(role, tmp_path)
+        assert done.returncode != 0
+        assert f'application role "{role}" must not be the owner {external.owner}' in done.stderr, done.stderr

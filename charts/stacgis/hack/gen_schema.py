@@ -180,6 +180,9 @@ CONSTRAINTS: dict[str, Schema] = {
     "gateway.auth.jwksUrl": {"pattern": r"^(https?://[^\s]+)?$"},
     "gateway.auth.authUrl": {"pattern": r"^(https?://[^\s]+)?$"},
     "postgresql.auth.appUsername": {"pattern": r"^[a-z_][a-z0-9_]{0,62}$"},
+    "postgresql.external.appUsername": {"pattern": r"^([a-z_][a-z0-9_]{0,62})?$"},
+    "postgresql.external.ownerUrl": {"pattern": r"^(postgres(ql)?://[^\s]+)?$"},
+    "postgresql.external.ownerUrlKey": {"pattern": r"^[-._a-zA-Z0-9]+$"},
     "gateway.auth.trustedProxies": {"items": {"type": "string", "pattern": r"^[0-9A-Fa-f:.]+/[0-9]{1,3}$"}},
     "gateway.bodyReadTimeoutSeconds": {"exclusiveMinimum": 0},
     "gateway.bodyDeadlineSeconds": {"exclusiveMinimum": 0},
@@ -198,7 +201,9 @@ CONSTRAINTS: dict[str, Schema] = {
     "*.sessionTtlSeconds": {"minimum": 60},
     "*.maxSteps": {"minimum": 1},
     "*.toolTopK": {"minimum": 1},
-    "orchestrator.mapStyleHosts": {"items": {"type": "string", "pattern": r"^(\*\.)?[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]+)?$"}},
+    "orchestrator.mapStyleHosts": {
+        "items": {"type": "string", "pattern": r"^(\*\.)?[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]+)?$"}
+    },
     "*.tmpSizeLimit": {"pattern": QUANTITY},
     "*.size": {"pattern": QUANTITY},
     "*.runAsUser": {"minimum": 1},

@@ -242,6 +242,29 @@ Args: (dict "root" $ "secret" name "key" key "value" explicit)
 {{- if and (not .Values.postgresql.enabled) (not .Values.postgresql.external.url) (not .Values.postgresql.external.existingSecret) -}}
 {{- fail "postgresql.external.url or postgresql.external.existingSecret is required when postgresql.enabled is false" -}}
 {{- end -}}
+{{- $ext := .Values.postgresql.external -}}
+{{- if and (not .Values.postgresql.enabled) $ext.appUsername -}}
+{{- if and (not $ext.ownerUrl) (not $ext.existingSecret) -}}
+{{- fail "postgresql.external.ownerUrl (or postgresql.external.existingSecret holding it under postgresql.external.ownerUrlKey) is required when postgresql.external.appUsername is set" -}}
+{{- end -}}
+{{- if eq $ext.ownerUrlKey $ext.urlKey -}}
+{{- fail "postgresql.external.ownerUrlKey must differ from postgresql.external.urlKey: the owner's URL and the application role's are two entries" -}}
+{{- end -}}
+{{- if not $ext.existingSecret -}}
+{{- /* The literal URLs are checked here; an existing Secret's are checked by the grants script (it refuses the owner as the application role). */ -}}
+{{- $app := (urlParse $ext.url).userinfo | splitList ":" | first -}}
+{{- $owner := (urlParse $ext.ownerUrl).userinfo | splitList ":" | first -}}
+{{- if and $app (ne $app $ext.appUsername) -}}
+{{- fail (printf "postgresql.external.url connects as %q, not as postgresql.external.appUsername %q" $app $ext.appUsername) -}}
+{{- end -}}
+{{- if and $owner (eq $owner $ext.appUsername) -}}
+{{- fail "postgresql.external.ownerUrl must connect as the owner of the schemas, not as postgresql.external.appUsername" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if and (not .Values.postgresql.enabled) (not $ext.appUsername) $ext.ownerUrl -}}
+{{- fail "postgresql.external.ownerUrl is used only with postgresql.external.appUsername: set it (services then connect as that role) or leave ownerUrl empty" -}}
+{{- end -}}
 {{- if and (not .Values.redis.enabled) (not .Values.redis.external.url) (not .Values.redis.external.existingSecret) -}}
 {{- fail "redis.external.url or redis.external.existingSecret is required when redis.enabled is false" -}}
 {{- end -}}
@@ -263,8 +286,9 @@ Args: (dict "root" $ "secret" name "key" key "value" explicit)
 {{/*
 Environment entries for the database and Redis URLs. The bundled stores get
 URLs composed by Kubernetes from the password Secret ($(VAR) expansion), so
-the password never lands in a ConfigMap. The services get the bundled server's application role,
-the migrations and loads (third argument "owner") its owner. Args: (list $ prefix [role])
+the password never lands in a ConfigMap. The services get the application role, the migrations and
+loads (third argument "owner") the owner: on the bundled server always, on an external one when
+postgresql.external.appUsername is set (otherwise its one URL serves both). Args: (list $ prefix [role])
 */}}
 {{- define "stacgis.databaseEnv" -}}
 {{- $root := index . 0 -}}
@@ -280,11 +304,12 @@ the migrations and loads (third argument "owner") its owner. Args: (list $ prefi
 - name: {{ $prefix }}DATABASE_URL
   value: {{ printf "postgresql://%s:$(STACGIS_POSTGRES_PASSWORD)@%s:%v/%s" (ternary $auth.username $auth.appUsername $owner) (include "stacgis.componentName" (list $root "postgresql")) $root.Values.postgresql.port $auth.database | quote }}
 {{- else }}
+{{- $ext := $root.Values.postgresql.external }}
 - name: {{ $prefix }}DATABASE_URL
   valueFrom:
     secretKeyRef:
       name: {{ include "stacgis.postgresSecretName" $root }}
-      key: {{ $root.Values.postgresql.external.urlKey }}
+      key: {{ ternary $ext.ownerUrlKey $ext.urlKey (and $owner (ne $ext.appUsername "")) }}
 {{- end }}
 {{- end -}}
 
