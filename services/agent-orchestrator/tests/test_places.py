@@ -316,6 +316,53 @@ async def test_a_question_naming_a_composite_runs_scene_statistics_with_it(
 
 
 @pytest.mark.asyncio
+async def test_a_question_asking_which_month_had_the_most_runs_the_scene_time_series(
+    places_orch: RunningService, placed_raster: RunningService, model_url: str
+) -> None:
+    # The 1.5B model's own call: one median composite of January with a statistic as the expression;
+    # it then answered "January".
+    box = [-84.0, 34.0, -78.0, 36.5]
+    asked = {
+        "collection_id": "bcsd-1999-scenes",
+        "bbox": box,
+        "place": "box",
+        "datetime": "1999-01",
+        "composite": "median",
+        "cloud_mask": True,
+        "expression": "mean",
+        "max_cloud_cover": 10.0,
+    }
+    message = (
+        "Using the climate scenes bcsd-1999-scenes, which month of 1999 had the highest mean precipitation "
+        "inside the box -84, 34, -78, 36.5?"
+    )
+    events = await one_call(places_orch, model_url, message, "get_scene_statistics", asked)
+    start = payload(events, "tool_start")
+    assert start["toolName"] == "get_scene_timeseries"
+    sent = start["arguments"]
+    assert (sent["expression"], sent["start"], sent["end"], sent["bbox"]) == (
+        "precipitation",
+        "1999-01",
+        "1999-12",
+        box,
+    )
+    assert "max_cloud_cover" not in sent  # the question says nothing of clouds
+    series = json.loads(payload(events, "tool_result")["result"])
+    # The wettest month, as the monthly means of the single-file collection holding the same pixels give it.
+    means = {}
+    for month in range(1, 13):
+        period = f"1999-{month:02d}"
+        error, stats = await call_tool(
+            placed_raster.url,
+            "get_raster_statistics",
+            {"collection_id": "bcsd-precipitation-1999", "bbox": box, "datetime": period},
+        )
+        assert not error, stats
+        means[period] = stats["statistics"]["mean"]
+    assert series["summary"]["max"]["date"].startswith(max(means, key=lambda key: means[key]))
+
+
+@pytest.mark.asyncio
 async def test_a_call_on_a_collection_of_other_years_runs_on_the_one_with_the_years_asked(
     places_orch: RunningService, placed_raster: RunningService, model_url: str
 ) -> None:

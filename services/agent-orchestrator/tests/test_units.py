@@ -683,6 +683,51 @@ def test_a_composite_the_question_names_is_the_one_computed() -> None:
     assert settle_scene_composite(no_expression, question, scenes, None) is no_expression
 
 
+def test_a_question_asking_which_month_had_the_most_runs_a_scene_time_series() -> None:
+    from stacgis_orchestrator.llm.types import ToolCall
+    from stacgis_orchestrator.tools.scenes import asks_which_period, settle_scene_series
+
+    assert asks_which_period("Which month of 1999 had the highest mean precipitation inside the box?")
+    assert asks_which_period("In which year was NDVI lowest over Olinda?")
+    assert asks_which_period("What was the wettest month over the box?")
+    assert not asks_which_period("What was the mean precipitation in July 1999?")
+    assert not asks_which_period("Which collection has the highest resolution?")
+
+    def scenes(collection_id: str) -> bool:
+        return collection_id.endswith("-scenes")
+
+    question = "Using the climate scenes bcsd-1999-scenes, which month of 1999 had the highest mean precipitation?"
+    # The 1.5B model's call: one median composite of January, a statistic as the expression.
+    asked = {
+        "collection_id": "bcsd-1999-scenes",
+        "bbox": [-84.0, 34.0, -78.0, 36.5],
+        "datetime": "1999-01",
+        "composite": "median",
+        "cloud_mask": True,
+        "expression": "mean",
+    }
+    settled = settle_scene_series(ToolCall("1", "get_scene_statistics", asked), question, scenes, "precipitation")
+    assert settled.name == "get_scene_timeseries"
+    assert settled.arguments == {
+        "collection_id": "bcsd-1999-scenes",
+        "expression": "precipitation",
+        "start": "1999-01",
+        "end": "1999-12",
+        "bbox": [-84.0, 34.0, -78.0, 36.5],
+        "cloud_mask": True,
+    }
+    # The call's own expression and range are kept when they are one.
+    ranged = ToolCall("2", "get_scene_statistics", {**asked, "expression": "pr", "datetime": "1999-03/1999-09"})
+    kept = settle_scene_series(ranged, question, scenes, "precipitation").arguments
+    assert (kept["expression"], kept["start"], kept["end"]) == ("pr", "1999-03", "1999-09")
+    series = ToolCall("3", "get_scene_timeseries", settled.arguments)
+    assert settle_scene_series(series, question, scenes, "precipitation") is series
+    single_file = ToolCall("4", "get_raster_statistics", {"collection_id": "bcsd-precipitation-1999"})
+    assert settle_scene_series(single_file, question, scenes, "precipitation") is single_file
+    other = ToolCall("5", "get_scene_statistics", asked)
+    assert settle_scene_series(other, "What was the mean precipitation in 1999?", scenes, "precipitation") is other
+
+
 def test_a_cloud_limit_the_question_never_speaks_of_is_dropped() -> None:
     from stacgis_orchestrator.llm.types import ToolCall
     from stacgis_orchestrator.tools.scenes import settle_cloud_limit

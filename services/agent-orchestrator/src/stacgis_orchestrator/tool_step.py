@@ -33,10 +33,12 @@ from .tools.pool import ToolUnavailable
 from .tools.registry import RegisteredTool
 from .tools.scenes import (
     SEARCH_TOOL,
+    SERIES_TOOL,
     STATISTICS_TOOL,
     settle_cloud_limit,
     settle_scene_composite,
     settle_scene_count,
+    settle_scene_series,
 )
 
 log = logging.getLogger(__name__)
@@ -242,7 +244,8 @@ class ToolStep:
 
     def _settle_question(self, call: ToolCall) -> ToolCall:
         """The user's words win: two compared periods or a year (`tools/periods.py`), scenes counted, a
-        composite named, no cloud limit unless the question speaks of clouds (`tools/scenes.py`)."""
+        composite named, the month with the most or least, no cloud limit unless the question speaks of
+        clouds (`tools/scenes.py`)."""
         compared = settle_comparison(call, self.run.message, lambda name: self.deps.catalog.get(name) is not None)
         if compared is not call:
             a, b = compared.arguments["period_a"], compared.arguments["period_b"]
@@ -259,6 +262,13 @@ class ToolStep:
             )
             if composite is not compared:
                 self.context.note(f"The question names a composite: running {composite.name}.\n")
+            elif self.deps.catalog.get(SERIES_TOOL) is not None:
+                series = settle_scene_series(
+                    compared, self.run.message, self._scene_collection, asked[0][1] if asked else None
+                )
+                if series is not compared:
+                    self.context.note(f"The question asks which period had the most or least: running {series.name}.\n")
+                composite = series
             compared = composite
         return settle_period(settle_cloud_limit(compared, self.run.message), self.run.message)
 

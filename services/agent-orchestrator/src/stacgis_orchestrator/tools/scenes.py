@@ -9,7 +9,11 @@ whatever the model passed. Asked for "the maximum composite of precipitation ove
 `compute_zonal_stats` with `composite: median`: a question naming a composite makes a data call on a
 scene collection `get_scene_statistics` with the composite the user named. A cloud limit the question
 never speaks of is dropped: the model added `max_cloud_cover: 10` to a monthly precipitation
-question, and the climate tiles, which have no cloud cover, then matched no item.
+question, and the climate tiles, which have no cloud cover, then matched no item. Asked "which
+month of 1999 had the highest mean precipitation inside the box ...", it made one median composite
+(with `expression: "mean"`) and named a month the result never gave: a question asking which month
+(year, day) had the most or least of something makes a data call on a scene collection
+`get_scene_timeseries` over the question's year, whose summary names the dates of the extremes.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from ..llm.types import ToolCall
 
 SEARCH_TOOL = "search_items"
 STATISTICS_TOOL = "get_scene_statistics"
+SERIES_TOOL = "get_scene_timeseries"
 _COUNT = re.compile(
     r"\b(?:how\s+many|number\s+of|count(?:\s+of)?)\s+(?:[\w-]+\s+){0,3}?"
     r"(?:scenes?|items?|images?|acquisitions?|tiles?)\b",
@@ -54,6 +59,18 @@ _COMPOSITE = re.compile(rf"\b{_KIND}(?:[\s-]+[\w-]+)?[\s-]+composite\b|\bcomposi
 
 
 _CLOUD_WORD = re.compile(r"\bcloud", re.I)
+# "which month ... the highest", "in which year was it driest", "the wettest month"
+_EXTREME = (
+    r"(?:highest|lowest|most|least|greatest|smallest|maxim(?:um|al)|minim(?:um|al)|peak|"
+    r"wettest|driest|warmest|coldest|hottest|coolest|greenest)"
+)
+_PERIOD_WORD = r"(?:month|year|day|date|season)"
+_WHICH_PERIOD = re.compile(
+    rf"\b(?:which|what)\s+{_PERIOD_WORD}\b.*\b{_EXTREME}\b|\b{_EXTREME}\s+{_PERIOD_WORD}\b", re.I | re.S
+)
+# Words for a statistic, never an asset or index name: the model wrote `expression: "mean"`.
+_STATISTIC_WORDS = frozenset({"mean", "average", "median", "max", "maximum", "min", "minimum", "sum", "std", "total"})
+_YEAR = re.compile(r"(?<![\w.-])(1[89]\d\d|20\d\d)(?![\w.-])")
 
 
 def settle_cloud_limit(call: ToolCall, question: str) -> ToolCall:
@@ -131,3 +148,55 @@ def settle_scene_composite(
         return call
     arguments = {"collection_id": collection, "expression": expression, "composite": composite}
     return _settled(call, STATISTICS_TOOL, arguments, _STATISTICS_KEPT)
+
+
+def asks_which_period(question: str) -> bool:
+    """The question asks which month (year, day) had the most or least of something."""
+    return _WHICH_PERIOD.search(question) is not None
+
+
+def _series_period(call: ToolCall, question: str) -> dict[str, str]:
+    """start/end of the series: the call's own, else its `datetime` range or year, else the one year the
+    question names; none (the whole collection) otherwise."""
+    start, end = call.arguments.get("start"), call.arguments.get("end")
+    if isinstance(start, str) and isinstance(end, str):
+        return {"start": start, "end": end}
+    value = call.arguments.get("datetime")
+    if isinstance(value, str) and "/" in value:
+        first, _, last = value.partition("/")
+        if first.strip() and last.strip() and ".." not in value:
+            return {"start": first.strip(), "end": last.strip()}
+    years = set(_YEAR.findall(question))
+    if isinstance(value, str) and re.fullmatch(r"\d{4}", value.strip()):
+        years = {value.strip()}
+    if len(years) == 1:
+        year = years.pop()
+        return {"start": f"{year}-01", "end": f"{year}-12"}
+    return {}
+
+
+def settle_scene_series(
+    call: ToolCall, question: str, is_scene_collection: Callable[[str], bool], quantity: str | None
+) -> ToolCall:
+    """A data call on a scene collection for a question asking which month (year, day) had the most or
+    least of something, as `get_scene_timeseries` over the question's period; the expression is the
+    call's unless it names a statistic, else its band, else the quantity the question names."""
+    collection = _scene_collection(call, is_scene_collection)
+    if collection is None or call.name in (SEARCH_TOOL, SERIES_TOOL) or not asks_which_period(question):
+        return call
+    candidates = (call.arguments.get("expression"), call.arguments.get("band"), quantity)
+    expression = next(
+        (c for c in candidates if isinstance(c, str) and c.strip() and c.strip().lower() not in _STATISTIC_WORDS),
+        None,
+    )
+    if expression is None:
+        return call
+    arguments: dict[str, Any] = {
+        "collection_id": collection,
+        "expression": expression,
+        **_series_period(call, question),
+    }
+    for key in ("place", "bbox", "geometry", "max_cloud_cover", "cloud_mask"):
+        if call.arguments.get(key) is not None:
+            arguments[key] = call.arguments[key]
+    return ToolCall(call.id, SERIES_TOOL, arguments)
