@@ -50,6 +50,17 @@ fmt: setup ## format the Python code
 	@$(VENV)/bin/ruff format services dev scripts tests observability
 	@$(VENV)/bin/ruff check --fix services dev scripts tests observability
 
+.PHONY: images images-setup test-images
+images: setup ## build every container image with podman (docs/images.md); IMAGES_ARGS="--only vector-tools"
+	@$(PY) scripts/images.py build $(IMAGES_ARGS)
+
+images-setup: ## as root: install podman, mmdebstrap and the rest `make images` needs (apt), then setup
+	@STACGIS_SETUP_IMAGES=1 bash scripts/setup.sh
+
+test-images: images ## start every built image against the local Postgres and Redis and check each (tests/images)
+	@$(PY) scripts/local_infra.py up --no-model-server
+	@HF_HUB_OFFLINE=1 $(VENV)/bin/pytest -p no:cacheprovider tests/images
+
 .PHONY: eval
 eval: setup ## measure the agent on the task suite (docs/eval.md); starts the stack if none answers; EVAL_ARGS="--tasks smoke"
 	@curl -sf -o /dev/null --max-time 5 http://127.0.0.1:8080/api/v1/info || $(PY) scripts/stack.py up

@@ -12,6 +12,13 @@ HEARTBEAT="$PWD/scripts/heartbeat.py"
 long() { local label=$1; shift; python3 "$HEARTBEAT" --prefix "[setup]" --label "$label" "$@"; }
 
 APT_PACKAGES=(redis-server nginx-light chromium prometheus)
+CHECKED_BINARIES=(redis-server nginx chromium prometheus)
+# Only for the container images (`make images-setup`, STACGIS_SETUP_IMAGES=1): podman and what it
+# runs with here, and mmdebstrap for the bases made from Debian packages (scripts/images.py).
+if [ "${STACGIS_SETUP_IMAGES:-0}" = 1 ]; then
+  APT_PACKAGES+=(podman buildah mmdebstrap runc uidmap slirp4netns fuse-overlayfs)
+  CHECKED_BINARIES+=(podman mmdebstrap runc)
+fi
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   missing=()
   for package in "${APT_PACKAGES[@]}"; do
@@ -28,8 +35,8 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
       apt-get install -y -qq --no-install-recommends "${missing[@]}"
   fi
 else
-  for binary in redis-server nginx chromium prometheus; do
-    command -v "$binary" >/dev/null || say "warning: $binary is missing and this is not root: install it yourself"
+  for binary in "${CHECKED_BINARIES[@]}"; do
+    command -v "$binary" >/dev/null || say "warning: $binary is missing and this is not root with apt-get: install it yourself"
   done
 fi
 

@@ -44,7 +44,8 @@ def parse_dockerfile(path: Path) -> tuple[dict[str, str], list[Stage]]:
         op = op.upper()
         if op == "ARG" and not stages and "=" in rest:
             key, _, value = rest.partition("=")
-            args[key.strip()] = value.strip()
+            # A default may name an earlier ARG (BUILDER_IMAGE=${PYTHON_IMAGE}).
+            args[key.strip()] = re.sub(r"\$\{(\w+)\}", lambda m: args[m.group(1)], value.strip())
         elif op == "FROM":
             parts = rest.split()
             base = re.sub(r"\$\{(\w+)\}", lambda m: args[m.group(1)], parts[0])
@@ -64,6 +65,15 @@ def test_hadolint_clean(dockerfile: str) -> None:
         cwd=REPO,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+BUILDER_DOCKERFILES = sorted(str(p.relative_to(REPO)) for p in REPO.glob("deploy/images/*.Dockerfile"))
+
+
+@pytest.mark.parametrize("dockerfile", BUILDER_DOCKERFILES)
+def test_hadolint_clean_builder_images(dockerfile: str) -> None:
+    """The images scripts/images.py builds besides the services' (the shared wheel image)."""
+    test_hadolint_clean(dockerfile)
 
 
 def _dockerignore() -> list[tuple[bool, str]]:
