@@ -363,6 +363,31 @@ async def test_a_question_asking_which_month_had_the_most_runs_the_scene_time_se
 
 
 @pytest.mark.asyncio
+async def test_box_as_the_place_is_the_box_the_question_types(
+    places_orch: RunningService, placed_raster: RunningService, model_url: str
+) -> None:
+    # The 1.5B model's own call: `place: "box"`, a made-up geometry, the cube (which holds no variable
+    # without an expression); vector-tools found no place called "box" and the answer had no number.
+    asked = {
+        "place": "box",
+        "datetime": "1999-01",
+        "geometry": {"type": "object", "properties": {"east": -78.0, "west": -84.0, "north": 36.5, "south": 34.0}},
+        "collection_id": "bcsd-1999-cube",
+    }
+    message = "What was the highest January 1999 precipitation anywhere in the box -84, 34, -78, 36.5?"
+    events = await one_call(places_orch, model_url, message, "compute_zonal_stats", asked)
+    start = payload(events, "tool_start")
+    sent = start["arguments"]
+    assert "place" not in sent and sent.get("bbox", sent.get("geometry")) is not None
+    assert sent["collection_id"] == "bcsd-precipitation-1999"
+    result = json.loads(payload(events, "tool_result")["result"])
+    direct_args = {"collection_id": "bcsd-precipitation-1999", "bbox": [-84, 34, -78, 36.5], "datetime": "1999-01"}
+    error, direct = await call_tool(placed_raster.url, "get_raster_statistics", direct_args)
+    assert not error, direct
+    assert result["statistics"]["max"] == pytest.approx(direct["statistics"]["max"], rel=1e-6)
+
+
+@pytest.mark.asyncio
 async def test_a_call_on_a_collection_of_other_years_runs_on_the_one_with_the_years_asked(
     places_orch: RunningService, placed_raster: RunningService, model_url: str
 ) -> None:

@@ -23,6 +23,9 @@
   that box: the model picked the tool by the word "point" in its own plan, the question asks about an area.
 - A box written as the place or the geometry ("[-82, 25, -79, 28]", four numbers west, south, east,
   north) becomes the tool's `bbox`, or for a tool without one a `geometry` polygon of the box.
+- A word for an area as the place ("box", "region") is the box the user typed: the model sent
+  `place: "box"` and a made-up geometry beside it for "anywhere in the box -84, 34, -78, 36.5", and
+  vector-tools found no place called "box".
 - A city (a point) given to an area statistic (get_raster_statistics, compute_zonal_stats) of a
   time-resolved collection (gridded climate data) runs at the city: over several time steps as
   get_timeseries ("the highest monthly temperature of 1999 in Knoxville" needs the months at
@@ -410,6 +413,33 @@ def _box(value: Any) -> list[float] | None:
     return [west, south, east, north]
 
 
+# What the model writes as a place when the question's place is the box the user typed.
+_GENERIC_AREAS = frozenset(
+    {"box", "the box", "bbox", "bounding box", "area", "the area", "region", "rectangle", "polygon", "extent"}
+)
+
+
+def typed_box(question: str) -> list[float] | None:
+    """The first four numbers in a row the question writes that make a lon/lat box (west, south, east, north)."""
+    numbers = [found.value for found in extract_numbers(question)]
+    return next(filter(None, (_box(numbers[i : i + 4]) for i in range(len(numbers) - 3))), None)
+
+
+def _generic_place_as_box(tool: RegisteredTool, call: ToolCall, question: str) -> ToolCall | None:
+    """The call with `place: "box"` (an area word) as the box the question types, else None; a
+    geometry beside it that is not GeoJSON goes too."""
+    place = call.arguments.get("place")
+    if not isinstance(place, str) or " ".join(place.lower().split()) not in _GENERIC_AREAS:
+        return None
+    box = typed_box(question)
+    if box is None:
+        return None
+    geometry = call.arguments.get("geometry")
+    keep_geometry = isinstance(geometry, dict) and isinstance(geometry.get("coordinates"), list)
+    arguments = {k: v for k, v in call.arguments.items() if k != "geometry" or keep_geometry}
+    return _box_as_area(tool, ToolCall(call.id, call.name, {**arguments, "place": box}))
+
+
 def _box_as_area(tool: RegisteredTool, call: ToolCall) -> ToolCall | None:
     """The call with a box given as its place or geometry moved to `bbox` (or a polygon), else None."""
     boxes = {key: _box(call.arguments.get(key)) for key in ("place", "geometry")}
@@ -449,7 +479,7 @@ async def _settle(
     if tool is None or call.arguments_error is not None:
         return call
     reshaped = _point_query(call, catalog, question) or _area_query(call, catalog, question)
-    reshaped = reshaped or _box_as_area(tool, call)
+    reshaped = reshaped or _generic_place_as_box(tool, call, question) or _box_as_area(tool, call)
     if reshaped is not None:
         return reshaped
     place = call.arguments.get("place")
