@@ -1,10 +1,11 @@
 """Tool argument checks: every refusal names the argument and what is allowed."""
 
+import pickle
 from typing import Any
 
 import pytest
 
-from stacgis_common.arguments import ArgumentError, limit_argument, text_argument
+from stacgis_common.arguments import ArgumentError, NotFoundError, limit_argument, text_argument
 
 
 @pytest.mark.parametrize("value", [None, "", "   ", 42, ["Berlin"]])
@@ -31,3 +32,11 @@ def test_limit_is_an_integer_in_range(value: Any) -> None:
 def test_limit_in_range_passes() -> None:
     assert limit_argument(1, 50) == 1
     assert limit_argument(50, 50) == 50
+
+
+@pytest.mark.parametrize("error", [ArgumentError("expression", "no variable 'x'"), NotFoundError("id", "no such id")])
+def test_an_argument_error_survives_pickling(error: ArgumentError) -> None:
+    """Read workers are processes: their errors come back pickled and must still name the argument."""
+    back = pickle.loads(pickle.dumps(error))  # noqa: S301 - the test's own object, read back
+    assert type(back) is type(error)
+    assert (str(back), back.argument, back.detail) == (str(error), error.argument, error.detail)

@@ -362,3 +362,166 @@ async def test_every_scene_collection_has_a_default_map_view(api_backed_service:
         tile = morecantile.tms.get("WebMercatorQuad").tile(-80.0, 36.0, body["minzoom"])
         png = await http.get(f"/tiles/{CUBE}/{tile.z}/{tile.x}/{tile.y}.png")
     assert png.status_code == 200 and "x-tile-note" not in png.headers, png.headers
+
+
+ZARR = "bcsd-1999-zarr"
+
+
+def _zarr_store(stac_dir: Path) -> str:
+    (item,) = _items(stac_dir, ZARR)
+    assert item.assets["data"].media_type == "application/vnd+zarr"
+    return item.assets["data"].href
+
+
+async def test_a_zarr_cube_reads_as_the_netcdf_cube_and_the_monthly_files(
+    api_backed_service: str, stac_dir: Path
+) -> None:
+    """The Zarr store written from the packaged NetCDF file: its time steps are GDAL's bands in the
+    order of the catalog's time values, and every tool answers as for the NetCDF cube."""
+    import datetime as dt
+
+    store = _zarr_store(stac_dir)
+    (item,) = _items(stac_dir, ZARR)
+    times = item.properties["cube:dimensions"]["time"]["values"]
+    with rasterio.open(f'ZARR:"{store}":/pr') as ds:
+        assert ds.count == len(times) == 12
+        for band, value in zip(ds.indexes, times, strict=True):
+            tags = ds.tags(band)
+            origin = dt.datetime.fromisoformat(tags["DIM_time_UNIT"].removeprefix("days since ") + "+00:00")
+            assert origin + dt.timedelta(days=float(tags["DIM_time_VALUE"])) == dt.datetime.fromisoformat(value)
+        july = ds.read(7, masked=True).astype("float64")
+    june_to_august = [_monthly(stac_dir, "bcsd-precipitation-1999", m) for m in (6, 7, 8)]
+    assert np.ma.allequal(july, june_to_august[1][0]) and (july.mask == june_to_august[1][0].mask).all()
+    expected_max = _weighted_mean_in_box(
+        np.ma.max(np.ma.stack([g for g, _ in june_to_august]), axis=0), june_to_august[0][1], CLIMATE_BOX
+    )
+    temperatures = [_monthly(stac_dir, "bcsd-temperature-1999", m) for m in range(1, 13)]
+    expected_series = [_weighted_mean_in_box(g, t, CLIMATE_BOX) for g, t in temperatures]
+    lon, lat = -80.0, 36.0
+    expected_point = {}
+    for variable, collection_id in (("pr", "bcsd-precipitation-1999"), ("tas", "bcsd-temperature-1999")):
+        with rasterio.open(cog(stac_dir, collection_id, f"{collection_id}-1999-07")) as ds:
+            expected_point[variable] = float(next(ds.sample([(lon, lat)]))[0])
+    answers: dict[str, dict[str, Any]] = {}
+    async with connect(api_backed_service) as mcp:
+        for cube in (ZARR, CUBE):
+            answers[cube] = {
+                "info": await call(mcp, "get_raster_info", collection_id=cube),
+                "max": await call(
+                    mcp,
+                    "get_scene_statistics",
+                    collection_id=cube,
+                    expression="pr",
+                    bbox=CLIMATE_BOX,
+                    datetime="1999-06/1999-08",
+                    composite="max",
+                ),
+                "series": await call(
+                    mcp, "get_scene_timeseries", collection_id=cube, expression="tas", bbox=CLIMATE_BOX
+                ),
+                "point": await call(
+                    mcp, "query_raster_point", collection_id=cube, lon=lon, lat=lat, datetime="1999-07"
+                ),
+            }
+    zarr, netcdf = answers[ZARR], answers[CUBE]
+    assert zarr["info"]["kind"] == "data cube" and zarr["info"]["variables"] == netcdf["info"]["variables"]
+    assert zarr["info"]["dimensions"] == netcdf["info"]["dimensions"]
+    assert len(zarr["max"]["dates"]) == 3 and zarr["max"]["unit"] == "mm/month"
+    assert zarr["max"]["statistics"]["mean"] == pytest.approx(expected_max, rel=1e-5)
+    assert zarr["max"]["statistics"] == netcdf["max"]["statistics"]
+    assert [p["date"][:7] for p in zarr["series"]["series"]] == [f"1999-{m:02d}" for m in range(1, 13)]
+    assert [p["mean"] for p in zarr["series"]["series"]] == pytest.approx(expected_series, rel=1e-5)
+    assert zarr["series"]["series"] == netcdf["series"]["series"]
+    (july_point,) = zarr["point"]["results"]
+    assert july_point["time"].startswith("1999-07") and july_point["values"] == pytest.approx(expected_point, rel=1e-6)
+    assert july_point["values"] == netcdf["point"]["results"][0]["values"]
+
+
+async def test_a_zarr_cube_tile_renders_as_the_netcdf_cube_tile(api_backed_service: str) -> None:
+    import httpx
+    import morecantile
+
+    async with httpx.AsyncClient(base_url=api_backed_service, timeout=60) as http:
+        tilejson = (await http.get(f"/tiles/{ZARR}/tilejson.json")).json()
+        tile = morecantile.tms.get("WebMercatorQuad").tile(-80.0, 36.0, tilejson["minzoom"])
+        path = f"{tile.z}/{tile.x}/{tile.y}.png"
+        zarr_png = await http.get(f"/tiles/{ZARR}/{path}", params={"expression": "tas", "rescale": "-5,30"})
+        netcdf_png = await http.get(f"/tiles/{CUBE}/{path}", params={"expression": "tas", "rescale": "-5,30"})
+    assert zarr_png.status_code == 200 and zarr_png.headers["content-type"] == "image/png"
+    assert "x-tile-note" not in zarr_png.headers, zarr_png.headers
+    assert zarr_png.content == netcdf_png.content
+
+
+def _zarr_collection(stac_dir: Path, collection_id: str, href: str) -> pystac.Collection:
+    """The demo Zarr cube's collection under another id, its asset at `href`."""
+    collection = pystac.Collection.from_file(str(stac_dir / ZARR / "collection.json"))
+    (item,) = collection.get_items()
+    item.assets["data"].href = href
+    collection.id = item.collection_id = collection_id
+    item.id = collection_id
+    return collection
+
+
+async def test_a_zarr_store_over_http_and_a_variable_it_lacks(stac_dir: Path, tmp_path: Path) -> None:
+    """A Zarr store read over HTTP (GDAL's /vsicurl/) answers as the local one; a catalog listing a
+    variable its store does not hold is refused naming the variable, the argument that chose it and
+    the variables the store has, instead of failing somewhere in GDAL."""
+    import functools
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    import httpx
+
+    from stacgis_common.testing import free_port, run_service
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, *_: Any) -> None:
+            pass
+
+    files = ThreadingHTTPServer(("127.0.0.1", free_port()), functools.partial(Quiet, directory=str(stac_dir)))
+    threading.Thread(target=files.serve_forever, daemon=True).start()
+    store = _zarr_store(stac_dir)
+    remote = _zarr_collection(
+        stac_dir, "zarr-over-http", f"http://127.0.0.1:{files.server_port}/{Path(store).relative_to(stac_dir)}"
+    )
+    lacking = _zarr_collection(stac_dir, "zarr-lacking-hurs", store)
+    (item,) = lacking.get_items()
+    humidity = {"dimensions": ["time", "y", "x"], "type": "data", "description": "relative humidity", "unit": "%"}
+    for variables in (lacking.extra_fields["cube:variables"], item.properties["cube:variables"]):
+        variables["hurs"] = humidity
+    catalog = pystac.Catalog("zarr-cases", "Zarr cubes over HTTP and with a variable too many")
+    catalog.add_children([remote, lacking])
+    catalog.normalize_hrefs(str(tmp_path / "catalog"))
+    catalog.save(pystac.CatalogType.ABSOLUTE_PUBLISHED)
+    port = free_port()
+    env = {
+        "RASTER_PORT": str(port),
+        "RASTER_STAC_URL": str(tmp_path / "catalog" / "catalog.json"),
+        "RASTER_ALLOWED_LOCAL_ROOTS": json.dumps([str(stac_dir)]),
+        "RASTER_ALLOWED_REMOTE_HOSTS": json.dumps(["127.0.0.1"]),
+        "RASTER_LOG_LEVEL": "WARNING",
+    }
+    july = {"expression": "pr", "bbox": CLIMATE_BOX, "datetime": "1999-07"}
+    try:
+        with run_service("stacgis_raster", env, port, ready_path="/readyz") as service:
+            async with connect(service.url) as mcp:
+                over_http = await call(mcp, "get_scene_statistics", collection_id="zarr-over-http", **july)
+                statistics = await call_error(
+                    mcp, "get_scene_statistics", collection_id="zarr-lacking-hurs", expression="hurs / 100"
+                )
+                point = await call_error(mcp, "query_raster_point", collection_id="zarr-lacking-hurs", lon=-80, lat=36)
+                # The variables the store holds still read.
+                held = await call(mcp, "get_scene_statistics", collection_id="zarr-lacking-hurs", **july)
+            async with httpx.AsyncClient(base_url=service.url, timeout=60) as http:
+                tile = await http.get(
+                    "/tiles/zarr-lacking-hurs/tilejson.json", params={"expression": "hurs", "rescale": "0,100"}
+                )
+    finally:
+        files.shutdown()
+    july_grid, transform = _monthly(stac_dir, "bcsd-precipitation-1999", 7)
+    expected = _weighted_mean_in_box(july_grid, transform, CLIMATE_BOX)
+    assert over_http["statistics"]["mean"] == pytest.approx(expected, rel=1e-5)
+    assert over_http["statistics"] == held["statistics"]
+    for message, argument in ((statistics, "expression"), (point, "collection_id")):
+        assert f"{argument}: variable 'hurs' is not in the Zarr cube {store} (it holds pr, tas)" in message, message
+    assert tile.status_code == 400 and tile.json()["field"] == "expression", tile.text

@@ -34,6 +34,7 @@ EXPECTED_IDS = {
     "landsat7-olinda-scenes",
     "bcsd-1999-scenes",
     "bcsd-1999-cube",
+    "bcsd-1999-zarr",
 }
 BCSD = f"{STARS}/nc/bcsd_obs_1999.nc"
 

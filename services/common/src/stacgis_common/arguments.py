@@ -18,6 +18,11 @@ class ArgumentError(ToolError):
         self.argument = argument
         self.detail = message
 
+    def __reduce__(self) -> tuple[type[ArgumentError], tuple[str, str]]:
+        # Raised in a read worker process, it comes back pickled: rebuild it from both parts
+        # (the default would call __init__ with the joined message alone and fail).
+        return (type(self), (self.argument, self.detail))
+
 
 class NotFoundError(ArgumentError):
     """The argument is well-formed but names nothing that exists (a 404 over HTTP)."""

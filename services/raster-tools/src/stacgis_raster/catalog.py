@@ -26,7 +26,46 @@ from stacgis_raster.errors import UpstreamError, unknown_collection
 from stacgis_raster.stac_fields import TIME_RESOLVED_FIELD
 from stacgis_raster.validation import BBox, TimeInterval, boxes_overlap
 
-_DATA_MEDIA_TYPES = ("image/tiff", "application/x-netcdf", "image/vnd.stac.geotiff")
+_DATA_MEDIA_TYPES = ("image/tiff", "image/vnd.stac.geotiff")
+
+
+@dataclass(frozen=True)
+class CubeFormat:
+    """How GDAL opens a multidimensional file: the time steps of a (time, y, x) variable are the
+    bands of the variable's dataset, in the order of the time dimension."""
+
+    name: str
+    variable: str  # the open string of one variable: {href} the file, {variable} the variable
+    container: str  # the open string of the whole file, whose subdatasets are its variables
+    # Prefix for http(s) hrefs where the driver does not add GDAL's /vsicurl/ itself.
+    remote_prefix: str = ""
+
+    def _href(self, href: str) -> str:
+        return self.remote_prefix + href if self.remote_prefix and href.startswith(("http://", "https://")) else href
+
+    def source(self, href: str, variable: str) -> str:
+        return self.variable.format(href=self._href(href), variable=variable)
+
+    def root(self, href: str) -> str:
+        return self.container.format(href=self._href(href))
+
+
+_NETCDF = CubeFormat("NetCDF", "netcdf:{href}:{variable}", "netcdf:{href}")
+# A Zarr store is a directory (or a URL prefix): the path is quoted, the array is a path inside it.
+_ZARR = CubeFormat("Zarr", 'ZARR:"{href}":/{variable}', 'ZARR:"{href}"', remote_prefix="/vsicurl/")
+# Media types of data cube assets and how each is opened: the one table of them.
+CUBE_FORMATS: dict[str, CubeFormat] = {
+    "application/x-netcdf": _NETCDF,
+    "application/netcdf": _NETCDF,
+    "application/vnd+zarr": _ZARR,
+    "application/vnd.zarr": _ZARR,
+    "application/x-zarr": _ZARR,
+}
+
+
+def cube_format(media_type: str | None) -> CubeFormat | None:
+    """The format of a cube asset's media type; parameters such as `; version=2` do not matter."""
+    return CUBE_FORMATS.get((media_type or "").split(";")[0].strip().lower())
 
 
 @dataclass(frozen=True)
@@ -66,9 +105,9 @@ class ItemRecord:
     # Scene items: one single-band asset per band (key -> href), and their cloud cover when stated.
     assets: dict[str, str] = field(default_factory=dict)
     cloud_cover: float | None = None
-    # Data cubes: the assets are variables of one multidimensional file, opened as
-    # "{driver}:{href}:{variable}", and this record is the time step in band `band` of each.
-    cube_driver: str | None = None
+    # Data cubes: the assets are variables of one multidimensional file in this format, and this
+    # record is the time step in band `band` of each.
+    cube: CubeFormat | None = None
     band: int = 1
     # The item's own cloud mask (the collection's `cloud_mask` asset), when it has one.
     mask_href: str | None = None
@@ -249,7 +288,8 @@ def _data_asset(item: pystac.Item) -> pystac.Asset | None:
     if "data" in item.assets:
         return item.assets["data"]
     for asset in item.assets.values():
-        if "data" in (asset.roles or []) or (asset.media_type or "").startswith(_DATA_MEDIA_TYPES):
+        media_type = asset.media_type or ""
+        if "data" in (asset.roles or []) or media_type.startswith(_DATA_MEDIA_TYPES) or cube_format(media_type):
             return asset
     return None
 
@@ -262,17 +302,15 @@ def _href(asset: pystac.Asset) -> str:
     return asset.get_absolute_href() or asset.href
 
 
-# Media types of multidimensional files and the GDAL driver prefix that opens one variable of them.
-CUBE_DRIVERS = {"application/x-netcdf": "netcdf", "application/netcdf": "netcdf"}
-
-
 def _cube_steps(item: pystac.Item, collection_id: str) -> list[ItemRecord] | None:
-    """A data cube item (datacube extension, a NetCDF asset) as one record per time step."""
+    """A data cube item (datacube extension, a NetCDF or Zarr asset) as one record per time step:
+    step i of cube:dimensions' time values is band i of each variable (GDAL's bands follow the
+    time dimension's order, which the catalog's values list)."""
     variables = item.properties.get("cube:variables") or {}
     times = ((item.properties.get("cube:dimensions") or {}).get("time") or {}).get("values") or []
     asset = _data_asset(item)
-    driver = CUBE_DRIVERS.get(asset.media_type or "") if asset is not None else None
-    if not variables or not times or asset is None or driver is None:
+    fmt = cube_format(asset.media_type) if asset is not None else None
+    if not variables or not times or asset is None or fmt is None:
         return None
     href = _href(asset)
     bbox = tuple(item.bbox) if item.bbox else None
@@ -287,9 +325,9 @@ def _cube_steps(item: pystac.Item, collection_id: str) -> list[ItemRecord] | Non
                 when,
                 when,
                 href,
-                dict.fromkeys(variables, href),
+                {name: href for name, variable in variables.items() if variable.get("type", "data") == "data"},
                 None,
-                driver,
+                fmt,
                 band,
             )
         )
@@ -567,7 +605,7 @@ class StacApiSource(_CachedSource):
                 for i in search.items()
                 for r in item_records(i, collection.id)
                 # A cube's steps come from one item: keep those in the period.
-                if r.cube_driver is None or interval is None or interval.overlaps(r.start, r.end)
+                if r.cube is None or interval is None or interval.overlaps(r.start, r.end)
             ]
         except Exception as exc:
             raise UpstreamError(f"STAC API search on {self.url} failed: {exc}") from exc

@@ -9,7 +9,9 @@ more pixels than the statistics target, so a country-sized area costs what a cit
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -17,12 +19,15 @@ import numpy as np
 import rasterio
 from affine import Affine
 from rasterio.enums import Resampling
+from rasterio.errors import NotGeoreferencedWarning, RasterioIOError
+from rasterio.io import DatasetReader
 from rasterio.vrt import WarpedVRT
 from rasterio.warp import transform_bounds
 from rasterio.windows import Window, from_bounds
 
 from stacgis_common.arguments import ArgumentError
 from stacgis_raster import expressions, rasterops
+from stacgis_raster.catalog import CubeFormat
 from stacgis_raster.reads import Area, ReadLimits
 
 COMPOSITES = ("median", "mean", "max", "min", "latest")
@@ -36,8 +41,8 @@ class SceneItem:
     cloud_cover: float | None
     # asset key -> (scale, offset) from raster:bands, so band math sees physical values (reflectance)
     scaling: dict[str, tuple[float, float]] = field(default_factory=dict)
-    # Data cubes: the GDAL driver that opens variable `key` of the file, and the time step's band.
-    cube_driver: str | None = None
+    # Data cubes: the file's format (how GDAL opens variable `key` of it) and the time step's band.
+    cube: CubeFormat | None = None
     band: int = 1
     # The item's cloud mask (href) and its class values to leave out.
     mask: tuple[str, tuple[int, ...]] | None = None
@@ -45,9 +50,54 @@ class SceneItem:
 
     def source(self, key: str) -> tuple[str, int]:
         """What to open for asset `key`, and which band of it."""
-        if self.cube_driver:
-            return f"{self.cube_driver}:{self.hrefs[key]}:{key}", self.band
+        if self.cube is not None:
+            return self.cube.source(self.hrefs[key], key), self.band
         return self.hrefs[key], 1
+
+    @contextmanager
+    def open(self, key: str, argument: str = "expression") -> Iterator[tuple[DatasetReader, int]]:
+        """Asset `key` opened, and the band to read. A cube variable the file lacks (the catalog
+        lists it, the file does not hold it) is an error of `argument`, naming the file's variables; a
+        file that cannot be read at all stays the upstream's failure."""
+        href, band = self.source(key)
+        try:
+            ds = rasterio.open(href)
+        except RasterioIOError:
+            held = cube_variables(self.cube, self.hrefs[key]) if self.cube is not None else []
+            if self.cube is None or not held or key in held:
+                raise
+            raise ArgumentError(
+                argument,
+                f"variable '{key}' is not in the {self.cube.name} cube {self.hrefs[key]} (it holds {', '.join(held)})",
+            ) from None
+        with ds:
+            if band > ds.count:
+                raise ArgumentError(
+                    "datetime", f"variable '{key}' of {self.hrefs[key]} has {ds.count} time steps, not {band}"
+                )
+            yield ds, band
+
+
+def cube_variables(cube: CubeFormat, href: str) -> list[str]:
+    """The gridded variables of a cube file: its subdatasets with rows and columns (coordinates such
+    as time or lat are 1-D). Only asked when a read failed, so opening each one costs nothing usual."""
+    out = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NotGeoreferencedWarning)  # the file itself and 1-D arrays have no grid
+        try:
+            with rasterio.open(cube.root(href)) as ds:
+                names = [v for k, v in ds.tags(ns="SUBDATASETS").items() if k.endswith("_NAME")]
+        except RasterioIOError:
+            return []
+        for name in names:
+            try:
+                with rasterio.open(name) as ds:
+                    gridded = ds.height > 1 and ds.width > 1
+            except RasterioIOError:
+                continue
+            if gridded:
+                out.append(name.rsplit(":", 1)[-1].lstrip("/"))
+    return sorted(out)
 
 
 @dataclass
@@ -60,9 +110,14 @@ class Mosaic:
     cloud_pixels: int = 0  # item pixels left out by the items' cloud masks
 
 
-def plan_grid(limits: ReadLimits, href: str, area: Area) -> rasterops.ReadPlan:
-    """The output grid for `area`: snapped to `href`'s pixels, coarsened to the statistics target."""
-    with rasterio.open(href) as ds:
+def _opened(source: str | DatasetReader) -> AbstractContextManager[DatasetReader]:
+    """A path opened here (and closed after), or a dataset the caller opened and closes."""
+    return rasterio.open(source) if isinstance(source, str) else nullcontext(source)
+
+
+def plan_grid(limits: ReadLimits, source: str | DatasetReader, area: Area) -> rasterops.ReadPlan:
+    """The output grid for `area`: snapped to the source's pixels, coarsened to the statistics target."""
+    with _opened(source) as ds:
         crs = ds.crs or rasterops.WGS84
         geom = rasterops.to_dataset_crs(area.geometry, crs)
         xres, yres = ds.res
@@ -97,14 +152,24 @@ def plan_grid(limits: ReadLimits, href: str, area: Area) -> rasterops.ReadPlan:
         )
 
 
+def item_grid(limits: ReadLimits, item: SceneItem, area: Area) -> rasterops.ReadPlan:
+    """`plan_grid` on the pixels of the item's first asset."""
+    with item.open(next(iter(item.hrefs))) as (ds, _):
+        return plan_grid(limits, ds, area)
+
+
 def _read_asset(
-    href: str, plan: rasterops.ReadPlan, scaling: tuple[float, float] | None, band: int = 1, classes: bool = False
+    source: str | DatasetReader,
+    plan: rasterops.ReadPlan,
+    scaling: tuple[float, float] | None,
+    band: int = 1,
+    classes: bool = False,
 ) -> np.ma.MaskedArray:
     """Band `band` of an asset warped onto the plan's grid; pixels outside it or at nodata are masked.
     Classes (a mask) are never averaged."""
     height, width = plan.out_shape
     resampling = Resampling.nearest if plan.factor == 1 or classes else Resampling.average
-    with rasterio.open(href) as ds:
+    with _opened(source) as ds:
         with WarpedVRT(
             ds,
             # A CF grid in degrees without a CRS variable (NetCDF) is WGS 84.
@@ -133,8 +198,7 @@ def _item_part(item: SceneItem, plan: rasterops.ReadPlan) -> tuple[slice, slice,
         # The item's own WGS 84 box: no extra open of its file (pixels outside the footprint are masked).
         bounds = transform_bounds(rasterops.WGS84, plan.crs, *item.bbox, densify_pts=21)
     else:
-        href, _ = item.source(next(iter(item.hrefs)))
-        with rasterio.open(href) as ds:
+        with item.open(next(iter(item.hrefs))) as (ds, _):
             bounds = transform_bounds(ds.crs or rasterops.WGS84, plan.crs, *ds.bounds, densify_pts=21)
     height, width = plan.out_shape
     window = from_bounds(*bounds, transform=plan.transform)
@@ -169,8 +233,8 @@ def mosaics(plan: rasterops.ReadPlan, items: Sequence[SceneItem], formula: str) 
             rows, cols, item_plan = part
             arrays = {}
             for key in item.hrefs:
-                href, band = item.source(key)
-                arrays[key] = _read_asset(href, item_plan, item.scaling.get(key), band)
+                with item.open(key) as (ds, band):
+                    arrays[key] = _read_asset(ds, item_plan, item.scaling.get(key), band)
             pixels_read += sum(int((~np.ma.getmaskarray(a)).sum()) for a in arrays.values())
             value = expressions.evaluate(formula, arrays)
             if item.mask is not None:
@@ -214,7 +278,7 @@ def composite(layers: Sequence[np.ma.MaskedArray], method: str) -> np.ma.MaskedA
 def scene_statistics(
     limits: ReadLimits, items: Sequence[SceneItem], area: Area, formula: str, method: str
 ) -> dict[str, Any]:
-    plan = plan_grid(limits, items[0].source(next(iter(items[0].hrefs)))[0], area)
+    plan = item_grid(limits, items[0], area)
     layers, pixels_read = mosaics(plan, items, formula)
     data = composite([m.data for m in layers], method)
     inside, weights = rasterops.area_mask_and_weights(plan)
@@ -232,7 +296,7 @@ def scene_statistics(
 
 
 def scene_series(limits: ReadLimits, items: Sequence[SceneItem], area: Area, formula: str) -> dict[str, Any]:
-    plan = plan_grid(limits, items[0].source(next(iter(items[0].hrefs)))[0], area)
+    plan = item_grid(limits, items[0], area)
     layers, pixels_read = mosaics(plan, items, formula)
     inside, weights = rasterops.area_mask_and_weights(plan)
     series = []
@@ -257,8 +321,8 @@ def scene_point(items: Sequence[SceneItem], lon: float, lat: float) -> list[dict
         values: dict[str, float | None] = {}
         centre = None
         for key in item.hrefs:
-            href, band = item.source(key)
-            with rasterio.open(href) as ds:
+            # Every variable is read, none chosen by an expression: a missing one is the collection's.
+            with item.open(key, "collection_id") as (ds, band):
                 point = rasterops.sample_point(ds, lon, lat)
             if not point.inside:
                 break

@@ -103,7 +103,7 @@ def scene_items(
                 hrefs,
                 item.cloud_cover,
                 scaling,
-                item.cube_driver,
+                item.cube,
                 item.band,
                 mask,
                 item.bbox if item.bbox and len(item.bbox) == 4 else None,

@@ -16,7 +16,9 @@ DEFAULT_GDAL_CONFIG: dict[str, str] = {
     "GDAL_DISABLE_READDIR_ON_OPEN": "EMPTY_DIR",
     # Per read worker process (MB): four workers hold what one shared 256 MB cache did.
     "GDAL_CACHEMAX": "64",
-    "CPL_VSIL_CURL_ALLOWED_EXTENSIONS": ".tif,.tiff,.TIF,.TIFF",
+    # Over HTTP GDAL looks only for these names (no probing for sidecar files): COGs, and the metadata
+    # files by which the Zarr driver finds a store's arrays (version 2 consolidated or not, and 3).
+    "CPL_VSIL_CURL_ALLOWED_EXTENSIONS": ".tif,.tiff,.TIF,.TIFF,.zmetadata,.zgroup,.zarray,.zattrs,zarr.json",
     "GDAL_HTTP_MERGE_CONSECUTIVE_RANGES": "YES",
     "GDAL_HTTP_MULTIPLEX": "YES",
     "GDAL_HTTP_VERSION": "2",

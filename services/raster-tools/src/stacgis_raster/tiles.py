@@ -373,9 +373,8 @@ def render_tile(
 def scene_point_value(items: list[scene_reads.SceneItem], formula: str, lon: float, lat: float) -> dict[str, Any]:
     """The expression at a point, as a scene tile shows it (runs in a read worker): a one-pixel grid on
     the first item's pixels, each date mosaicked least cloudy first, the newest valid date taken."""
-    href = items[0].source(next(iter(items[0].hrefs)))[0]
     area = reads.Area(Point(lon, lat), "point", "lon", None)
-    plan = scene_reads.plan_grid(reads.ReadLimits(1, 1, 1), href, area)
+    plan = scene_reads.item_grid(reads.ReadLimits(1, 1, 1), items[0], area)
     layers, _pixels = scene_reads.mosaics(plan, items, formula)
     cx, cy = plan.transform * (0.5, 0.5)
     xs, ys = transform_points(plan.crs, WGS84, [cx], [cy])
@@ -389,8 +388,14 @@ def scene_point_value(items: list[scene_reads.SceneItem], formula: str, lon: flo
     return out
 
 
-def tile_layer(href: str, max_pixels: int) -> LayerZooms:
-    with rasterio.open(href) as ds:
+def tile_layer(layer: str | tuple[scene_reads.SceneItem, str], max_pixels: int) -> LayerZooms:
+    """Zooms of a file (href), or of asset `key` of a scene item (a cube's variable names the argument
+    `expression` when the file lacks it)."""
+    if isinstance(layer, str):
+        with rasterio.open(layer) as ds:
+            return layer_zooms(ds, max_pixels)
+    item, key = layer
+    with item.open(key) as (ds, _):
         return layer_zooms(ds, max_pixels)
 
 
@@ -541,13 +546,13 @@ def tile_routes(service: RasterService) -> list[Route]:
             items = await service.items(record, None, None, 1)
             key = options.expression.assets[0]
             (first,) = await service.run(scene_items, service.asset_href, record, items[:1], [key])
-            href = first.source(key)[0]  # a cube's variable opens as driver:path:variable
+            layer: str | tuple[scene_reads.SceneItem, str] = (first, key)  # a cube variable: its format opens it
         else:
             render_options(record, request.query_params)  # reject bad parameters here already
-            href = await pick_item(record, request.query_params)
+            layer = await pick_item(record, request.query_params)
         zooms = await service.read(
             tile_layer,
-            href,
+            layer,
             settings.tile_max_pixels,
             deadline_s=settings.tile_timeout_seconds,
             what="the layer's zooms",

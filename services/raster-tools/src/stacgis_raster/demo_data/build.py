@@ -9,12 +9,12 @@ from typing import Any
 
 from stacgis_raster.demo_data.cog import is_complete_cog, write_cog
 from stacgis_raster.demo_data.datasets import DatasetBuilder
-from stacgis_raster.demo_data.scenes import climate_cube, climate_tiles, landsat_tiles
+from stacgis_raster.demo_data.scenes import climate_cube, climate_tiles, climate_zarr, landsat_tiles
 from stacgis_raster.demo_data.sources import ALL_PACKAGES, PackageCache
 from stacgis_raster.demo_data.stac_build import write_catalog
 
 # Bump when the output of the builder changes, so existing builds are redone.
-BUILDER_VERSION = 8
+BUILDER_VERSION = 9
 STAMP_NAME = "build-info.json"
 
 
@@ -63,6 +63,7 @@ def build(cache_dir: Path, stac_dir: Path, *, offline: bool = False) -> dict[str
         landsat_tiles(stac_dir, by_id["landsat7-olinda"]),
         climate_tiles(stac_dir, by_id["bcsd-precipitation-1999"], by_id["bcsd-temperature-1999"]),
         climate_cube(stac_dir, by_id["bcsd-precipitation-1999"], by_id["bcsd-temperature-1999"]),
+        climate_zarr(stac_dir, by_id["bcsd-precipitation-1999"], by_id["bcsd-temperature-1999"]),
     ]
     for collection, cogs in scenes:
         assets.extend(str(cog.relative_to(stac_dir)) for cog in cogs)
