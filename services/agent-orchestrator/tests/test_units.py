@@ -738,3 +738,32 @@ def test_a_cloud_limit_the_question_never_speaks_of_is_dropped() -> None:
     assert settle_cloud_limit(call, "NDVI of the cloud-free scenes") is call
     bare = ToolCall("2", "get_scene_statistics", {"collection_id": "c", "expression": "pr"})
     assert settle_cloud_limit(bare, "Which month was wettest?") is bare
+
+
+def test_a_misremembered_tool_name_runs_as_the_offered_tool_sharing_most_of_its_words() -> None:
+    from stacgis_orchestrator.llm.types import ToolCall, ToolSpec
+    from stacgis_orchestrator.tools.calls import renamed
+
+    class NoSuchTool:
+        def get(self, name: str) -> None:
+            return None
+
+    area = {
+        "type": "object",
+        "properties": {"collection_id": {}, "place": {}, "bbox": {}, "datetime": {}},
+        "required": ["collection_id"],
+    }
+    offered = [
+        ToolSpec("get_raster_statistics", "", area),
+        ToolSpec("query_raster_point", "", {**area, "properties": {**area["properties"], "lon": {}, "lat": {}}}),
+        ToolSpec("get_raster_info", "", area),
+        ToolSpec("compute_zonal_stats", "", area),
+    ]
+    # The 1.5B model's call for "the mean air temperature in Asheville in July 1999" (eval run 18):
+    # every tool takes its arguments, query_raster_point shares "raster" and "point".
+    asheville = {"place": "Asheville", "datetime": "1999-07", "collection_id": "bcsd-temperature-1999"}
+    call = ToolCall("1", "get_raster_point", asheville)
+    assert renamed(call, offered, NoSuchTool()) == "query_raster_point"  # type: ignore[arg-type]
+    # A tie (one shared word each) or no shared word renames nothing.
+    assert renamed(ToolCall("2", "raster_values", asheville), offered, NoSuchTool()) is None  # type: ignore[arg-type]
+    assert renamed(ToolCall("3", "elevation", asheville), offered, NoSuchTool()) is None  # type: ignore[arg-type]

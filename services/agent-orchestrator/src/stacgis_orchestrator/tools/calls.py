@@ -31,13 +31,16 @@ class PreparedCall:
 
 
 def renamed(call: ToolCall, offered: Sequence[ToolSpec], catalog: ToolCatalog) -> str | None:
-    """For a call of a tool that does not exist ("get_raster_point"): the one offered tool whose
-    arguments it has and whose name shares a word with it (query_raster_point), else None."""
+    """For a call of a tool that does not exist ("get_raster_point"): the offered tool whose arguments
+    it has and whose name shares the most words with it (query_raster_point: "raster" and "point",
+    where get_raster_statistics shares only "raster"), else None (no word shared, or a tie)."""
     if catalog.get(call.name) is not None or call.arguments_error is not None:
         return None
     words = _name_words(call.name)
-    matches = [s.name for s in offered if _fits(call.arguments, s.parameters) and words & _name_words(s.name)]
-    return matches[0] if len(matches) == 1 else None
+    shared = [(len(words & _name_words(s.name)), s.name) for s in offered if _fits(call.arguments, s.parameters)]
+    best = max((count for count, _ in shared), default=0)
+    matches = [name for count, name in shared if count == best]
+    return matches[0] if best > 0 and len(matches) == 1 else None
 
 
 def prepare_call(
