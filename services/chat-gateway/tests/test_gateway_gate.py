@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -62,19 +64,32 @@ async def test_200_concurrent_streams_never_exceed_a_gate_of_10(gateways: Gatewa
     await watcher.aclose()
 
 
-@pytest.mark.asyncio
-async def test_slot_of_a_killed_gateway_is_pruned_after_the_ttl(
-    pg_dsn: str, redis_url: str, redis_client: redis.Redis, orchestrator: RunningService
-) -> None:
-    ttl = 2.0
-    settings = {"GATEWAY_REDIS_KEY_PREFIX": "kill:", "GATEWAY_SLOT_TTL_SECONDS": str(ttl)}
+# Slot TTL of the replicas the kill tests start: short, so a dead replica's slot goes stale quickly.
+KILL_TTL = 2.0
+
+
+@contextlib.contextmanager
+def doomed_and_survivor(
+    prefix: str, pg_dsn: str, redis_url: str, orchestrator: RunningService
+) -> Iterator[tuple[RunningService, RunningService]]:
+    """Two gateway replicas sharing Redis keys under `prefix`: one to kill, one that lives on."""
+    settings = {"GATEWAY_REDIS_KEY_PREFIX": prefix, "GATEWAY_SLOT_TTL_SECONDS": str(KILL_TTL)}
     port_doomed, port_survivor = free_port(), free_port()
-    gate_key = "kill:chat:active_slots"
-    frank = new_user()
     with services(
         ("stacgis_gateway", gateway_env(port_doomed, pg_dsn, redis_url, orchestrator.url, **settings), port_doomed),
         ("stacgis_gateway", gateway_env(port_survivor, pg_dsn, redis_url, orchestrator.url, **settings), port_survivor),
     ) as (doomed, survivor):
+        yield doomed, survivor
+
+
+@pytest.mark.asyncio
+async def test_slot_of_a_killed_gateway_is_pruned_after_the_ttl(
+    pg_dsn: str, redis_url: str, redis_client: redis.Redis, orchestrator: RunningService
+) -> None:
+    ttl = KILL_TTL
+    gate_key = "kill:chat:active_slots"
+    frank = new_user()
+    with doomed_and_survivor("kill:", pg_dsn, redis_url, orchestrator) as (doomed, survivor):
         async with httpx.AsyncClient(timeout=30) as client:
             started = await chat(client, doomed.url, "[hang] never ends", user(frank), stop_after=2)
             assert started.names == ["session", "content"]
@@ -116,14 +131,9 @@ async def test_slot_of_a_killed_gateway_is_pruned_after_the_ttl(
 async def test_a_killed_gateways_run_is_taken_over_without_anyone_resuming_it(
     pg_dsn: str, redis_url: str, redis_client: redis.Redis, orchestrator: RunningService
 ) -> None:
-    ttl = 2.0
-    settings = {"GATEWAY_REDIS_KEY_PREFIX": "orphan:", "GATEWAY_SLOT_TTL_SECONDS": str(ttl)}
-    port_doomed, port_survivor = free_port(), free_port()
+    ttl = KILL_TTL
     grace = new_user()
-    with services(
-        ("stacgis_gateway", gateway_env(port_doomed, pg_dsn, redis_url, orchestrator.url, **settings), port_doomed),
-        ("stacgis_gateway", gateway_env(port_survivor, pg_dsn, redis_url, orchestrator.url, **settings), port_survivor),
-    ) as (doomed, survivor):
+    with doomed_and_survivor("orphan:", pg_dsn, redis_url, orchestrator) as (doomed, survivor):
         async with httpx.AsyncClient(timeout=30) as client:
             started = await chat(client, doomed.url, "[hang] never ends", user(grace), stop_after=2)
             assert started.names == ["session", "content"]
