@@ -126,6 +126,22 @@ class Tolerance:
         return abs(got - expected) <= max(self.abs, self.rel * abs(expected)) + 1e-9
 
 
+# A change written as a word and a size ("a decrease of 35.18 %", "fell by 12 mm", "35 % lower") is
+# the negative number it names.
+_FALL_BEFORE = re.compile(
+    r"\b(?:decrease[sd]?|declined?|drop(?:ped)?|f[ae]ll(?:en)?|reduc(?:ed|tion)|los[st]|down)\b"
+    r"(?:\s+(?:of|by))?(?:\s+(?:about|around|roughly|nearly|approximately|some))?\s*$",
+    re.I,
+)
+_FALL_AFTER = re.compile(r"^\s*(?:lower|less|smaller|down|drier|colder|cooler)\b", re.I)
+
+
+def _written_as_fall(text: str, number: Number) -> bool:
+    return number.value > 0 and bool(
+        _FALL_BEFORE.search(text[max(0, number.start - 40) : number.start]) or _FALL_AFTER.match(text[number.end :])
+    )
+
+
 def find_value(
     text: str, expected: float, unit: str | None, tolerance: Tolerance, *, exclude: Iterable[Number] = ()
 ) -> Number | None:
@@ -134,15 +150,15 @@ def find_value(
     for number in extract_numbers(text):
         if (number.start, number.end) in skip:
             continue
-        for candidate in _readings(number, unit):
+        for candidate in _readings(number, unit, fall=_written_as_fall(text, number)):
             if tolerance.allows(candidate, expected):
                 return number
     return None
 
 
-def _readings(number: Number, unit: str | None) -> list[float]:
-    converted = convert(number.value, number.unit, unit)
-    readings = [] if converted is None else [converted]
+def _readings(number: Number, unit: str | None, fall: bool = False) -> list[float]:
+    values = (number.value, -number.value) if fall else (number.value,)
+    readings = [c for c in (convert(v, number.unit, unit) for v in values) if c is not None]
     # A share written as a plain fraction ("0.42 of the area") for an expected percentage.
     if canonical_unit(unit) == "%" and number.unit is None and 0 <= number.value <= 1:
         readings.append(number.value * 100)

@@ -66,6 +66,32 @@ def test_find_value_converts_and_respects_tolerance() -> None:
 @pytest.mark.parametrize(
     "text",
     [
+        # Eval run 18's answer to "By what percentage did mean precipitation change ...?"
+        "changed by -54.9925 mm/month, which is a fall, representing a decrease of 35.18%.",
+        "Precipitation fell by 35.2 % from January to July.",
+        "July was 35.18 % lower than January.",
+        "It changed by -35.18 %.",
+    ],
+)
+def test_a_change_written_as_a_fall_is_the_negative_number(text: str) -> None:
+    assert find_value(text, -35.18, "%", Tolerance(abs=2)) is not None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Precipitation rose by 35.18 %.",
+        "It fell from 35.18 % to 20 %.",  # the level it fell from, not the change
+        "an increase of 35.18%",
+    ],
+)
+def test_a_number_not_written_as_a_fall_keeps_its_sign(text: str) -> None:
+    assert find_value(text, -35.18, "%", Tolerance(abs=2)) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
         "There is no snowfall data in the catalog, so I cannot answer that.",
         "None of the elevation models covers Nairobi.",
         "The precipitation data does not cover 2005.",
