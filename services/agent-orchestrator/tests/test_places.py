@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -385,6 +386,36 @@ async def test_box_as_the_place_is_the_box_the_question_types(
     error, direct = await call_tool(placed_raster.url, "get_raster_statistics", direct_args)
     assert not error, direct
     assert result["statistics"]["max"] == pytest.approx(direct["statistics"]["max"], rel=1e-6)
+
+
+@pytest.mark.asyncio
+async def test_a_made_up_collection_runs_on_the_one_holding_the_variable_and_years(
+    places_orch: RunningService, placed_raster: RunningService, model_url: str
+) -> None:
+    # The 1.5B model's own call: a collection that does not exist, a box over India beside the place,
+    # one month for each season; the answer had no number.
+    asked = {
+        "bbox": [75.0, 30.0, 80.0, 35.0],
+        "place": "North Carolina",
+        "period_a": "1999-07",
+        "period_b": "1999-08",
+        "cloud_mask": False,
+        "collection_id": "global-temperature-2016",
+    }
+    message = (
+        "How much warmer was summer (July to August 1999) than winter (January to February 1999) over North Carolina?"
+    )
+    # The question's parentheses are regex syntax: the rule matches it escaped.
+    await call_then_answer(model_url, re.escape(message), [{"name": "detect_change", "arguments": asked}], "ok")
+    events = await run_events(places_orch.url, {"message": unique(message)}, timeout=120)
+    assert terminal(events).name == "done", [e.name for e in events]
+    sent = payload(events, "tool_start")["arguments"]
+    assert sent["collection_id"] == "bcsd-temperature-1999"
+    assert (sent["period_a"], sent["period_b"]) == ("1999-01/1999-02", "1999-07/1999-08")
+    result = json.loads(payload(events, "tool_result")["result"])
+    error, direct = await call_tool(placed_raster.url, "detect_change", sent)
+    assert not error, direct
+    assert result["change"] == direct["change"]
 
 
 @pytest.mark.asyncio

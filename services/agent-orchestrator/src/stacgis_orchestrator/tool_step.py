@@ -184,16 +184,18 @@ class ToolStep:
 
     def _settle_collection(self, call: ToolCall) -> ToolCall:
         """A collection that holds none of the variables or years asked for (a temperature question
-        sent to a DEM, 1999 sent to 2016's precipitation) is replaced by the one collection that can
-        answer there and then (`premises.sole_holder`), before places are settled for it."""
+        sent to a DEM, 1999 sent to 2016's precipitation), or one that does not exist (the model made up
+        `global-temperature-2016`), is replaced by the one collection that can answer there and then
+        (`premises.sole_holder`), before places are settled for it."""
         asked = call.arguments.get("collection_id")
         if not self.settings.premise_check or call.arguments_error is not None or not isinstance(asked, str):
             return call
         catalog = self.found.catalog
         # A call with an expression computes band math (the scene tools); the others read stored bands.
         band_math = "expression" in call.arguments
+        unknown = bool(catalog.collections) and asked not in catalog.collections
         lacking = call_gap(self.run.message, catalog, asked, band_math) is not None
-        if not lacking and not misses_years(self.run.message, catalog, asked):
+        if not unknown and not lacking and not misses_years(self.run.message, catalog, asked):
             return call
         sole = sole_holder(self.run.message, catalog, self._call_area(call.arguments), scenes=band_math)
         if sole is None or sole.id == asked:
