@@ -159,6 +159,11 @@ def test_arguments_are_repaired_then_validated_with_named_problems() -> None:
     problems = validate_arguments({"lat": 95, "bbox": [1, 2]}, schema)
     assert problems == ["bbox: [1, 2] is too short", "lat: 95 is greater than the maximum of 90"]
     assert validate_arguments({}, schema) == ["arguments: 'lat' is required"]
+    # Optional arguments left empty (the 1.5B model's visualize_collection call, eval run 18) are absent;
+    # a required one stays, and its problem is named.
+    schema["properties"]["datetime"] = {"type": "string", "pattern": "^[0-9TZ:/.-]+$"}
+    assert repair_arguments({"lat": 1, "datetime": "", "zoom": " "}, schema) == {"lat": 1}
+    assert validate_arguments(repair_arguments({"lat": ""}, schema), schema) == ["lat: '' is not of type 'number'"]
 
 
 def filled_memory(window: int) -> ConversationMemory:

@@ -60,7 +60,9 @@ def _coerce(value: Any, schema: dict[str, Any]) -> Any:
 
 
 def repair_arguments(arguments: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
-    """Coerce scalar strings to the declared types; drop `null` for optional arguments that do not allow it."""
+    """Coerce scalar strings to the declared types; drop `null` for optional arguments that do not allow it,
+    and an optional argument given as an empty string (the 1.5B model fills every optional argument of
+    visualize_collection with "", and `datetime: ""` failed the call)."""
     properties = schema.get("properties") or {}
     required = set(schema.get("required") or [])
     repaired: dict[str, Any] = {}
@@ -70,6 +72,8 @@ def repair_arguments(arguments: dict[str, Any], schema: dict[str, Any]) -> dict[
             repaired[name] = value
             continue
         if value is None and name not in required and "null" not in _types(sub):
+            continue
+        if isinstance(value, str) and not value.strip() and name not in required:
             continue
         repaired[name] = _coerce(value, sub)
     return repaired
