@@ -522,8 +522,9 @@ class Oracle:
         if "place" in spec:
             lon, lat = self.places.point(spec["place"]["dataset"], spec["place"]["name"])
             return Expected(lat=lat, lon=lon, detail=f"{spec['name']} at {spec['place']['name']}")
-        if "collection_id" in spec.get("arguments", {}):
-            self.catalog.collection(spec["arguments"]["collection_id"])
+        wanted = spec.get("arguments", {}).get("collection_id")
+        for collection_id in wanted if isinstance(wanted, list) else [wanted] if wanted else []:
+            self.catalog.collection(collection_id)
         return Expected(detail=f"{spec['name']} with {spec.get('arguments', {})}")
 
     # -- what the data cannot answer (each check proves the premise still holds) --------------

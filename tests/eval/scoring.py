@@ -118,7 +118,8 @@ def _check_frontend(task: Task, expected: Expected, record: RunRecord) -> tuple[
                 return True, f"{spec['name']} lat {lat} lon {lon}"
             continue
         wanted = spec.get("arguments", {})
-        if all(arguments.get(key) == value for key, value in wanted.items()):
+        # A list is the values any of which is right (the same data in several collections).
+        if all(arguments.get(key) in (value if isinstance(value, list) else [value]) for key, value in wanted.items()):
             return True, f"{spec['name']} {json.dumps(arguments)}"
     return False, None
 

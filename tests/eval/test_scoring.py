@@ -186,6 +186,31 @@ def test_a_map_action_is_checked_against_the_places_coordinates() -> None:
     assert result.tools_ok and not result.passed
 
 
+def test_a_layer_may_come_from_any_collection_the_task_lists_with_a_matching_expression() -> None:
+    layer_task = task(
+        id="show-precip",
+        kind="map",
+        question="Display the monthly precipitation of 1999 on the map.",
+        tools=[["visualize_collection"]],
+        expect={
+            "op": "frontend",
+            "name": "visualize_collection",
+            "arguments": {"collection_id": ["bcsd-precipitation-1999", "bcsd-1999-cube"], "expression": [None, "pr"]},
+        },
+        unit=None,
+    )
+
+    def shown(**arguments: Any) -> RunRecord:
+        command = ("frontend_tool", {"callId": "c2", "name": "visualize_collection", "arguments": arguments})
+        return run(command, answer="Done.")
+
+    expected = Expected(detail="visualize_collection")
+    assert score(layer_task, expected, shown(collection_id="bcsd-precipitation-1999")).passed
+    assert score(layer_task, expected, shown(collection_id="bcsd-1999-cube", expression="pr")).passed
+    assert not score(layer_task, expected, shown(collection_id="bcsd-1999-cube", expression="tas")).passed
+    assert not score(layer_task, expected, shown(collection_id="bcsd-temperature-1999")).passed
+
+
 def test_a_memory_is_checked_in_what_was_saved() -> None:
     memory_task = task(
         id="remember",
