@@ -279,6 +279,34 @@ async def test_a_concept_answer_that_keeps_inventing_numbers_gives_way_to_the_pa
 
 
 @pytest.mark.asyncio
+async def test_a_concept_answer_written_as_a_tool_call_gives_way_to_the_passages(
+    real_orch: RunningService, model_url: str
+) -> None:
+    tag = uuid.uuid4().hex[:8]
+    question = f"What are zonal statistics and how are border cells counted? [{tag}]"
+    # Eval run 18's answer: how to call the tool, not what the passages say.
+    shown = (
+        "To compute zonal statistics, you can use the `compute_zonal_stats` function. For example, "
+        'call `compute_zonal_stats(collection_id="luxembourg-dem", place="Luxembourg")`.'
+    )
+    await set_rules(model_url, {"name": "shows", "match": {"last_user": tag}, "content": shown})
+    events = await run_events(real_orch.url, {"message": question}, timeout=120)
+    done = terminal(events).proto.done
+    passages = json.loads(next(e for e in events if e.name == "tool_result").payload["result"])["results"]
+    assert "compute_zonal_stats(" not in done.content
+    assert done.content.startswith(PASSAGES_HEADER)
+    assert passages[0]["chunk"].split(".")[0] in done.content
+    # A concept answer that explains in its own words, naming the tool, stands.
+    tag = uuid.uuid4().hex[:8]
+    explained = "Zonal statistics summarise a raster inside a zone; compute_zonal_stats weights border cells."
+    await set_rules(model_url, {"name": "explains", "match": {"last_user": tag}, "content": explained})
+    events = await run_events(
+        real_orch.url, {"message": f"What are zonal statistics and how are border cells counted? [{tag}]"}, timeout=120
+    )
+    assert terminal(events).proto.done.content == explained
+
+
+@pytest.mark.asyncio
 async def test_a_request_to_remember_is_saved_for_its_user_before_the_model_answers(
     real_orch: RunningService, real_memory: RunningService, model_url: str
 ) -> None:

@@ -245,8 +245,10 @@ class AgentRun:
                     continue
                 if (self.draft_withdrawn or final_step) and self._guessed(visible):
                     visible = self.answer.replace(NO_DATA_ANSWER, "no tool result gave its numbers", whole=True)
-                elif (self.draft_withdrawn or final_step) and (passages := self._passages_instead(visible)):
-                    visible = self.answer.replace(passages, "no passage gave its numbers", whole=True)
+                elif (self.draft_withdrawn or final_step or self._shows_a_call(visible)) and (
+                    passages := self._passages_instead(visible)
+                ):
+                    visible = self.answer.replace(passages, "the draft did not answer from the passages", whole=True)
                 if not visible.strip():
                     if self.found.tool_texts:
                         fallback = results_summary(
@@ -326,13 +328,22 @@ class AgentRun:
     def _passages_instead(self, draft: str) -> str | None:
         """For a concept question answered after its knowledge search: the passages themselves, when
         the draft still has numbers no passage or tool result gives once the model was told so (a
-        1.5B model asked how border cells count wrote an example run's "mean elevation of 100 m")."""
+        1.5B model asked how border cells count wrote an example run's "mean elevation of 100 m"), or
+        shows how to call a tool instead of explaining (`_shows_a_call`)."""
         if not self.settings.grounding_retry or not self.found.concept_searched or not draft.strip():
             return None
-        if not self._invented_numbers(draft):
+        if not self._invented_numbers(draft) and not self._shows_a_call(draft):
             return None
         searches = [(r.tool_name, r.text) for r in self.found.tool_texts if r.tool_name == KNOWLEDGE_TOOL]
         return passages_answer(searches, self.settings.max_tool_result_chars)
+
+    def _shows_a_call(self, draft: str) -> bool:
+        """A concept question's draft written as a tool call ("call `compute_zonal_stats(collection_id=
+        ...)`"): asked what zonal statistics are and how border cells count, the 1.5B model showed a
+        call on Luxembourg and never said what the passages say (eval run 18, knowledge-zonal)."""
+        if not self.found.concept_searched:
+            return False
+        return any(re.search(rf"(?<![\w-]){re.escape(tool.name)}\s*\(", draft) for tool in self.deps.catalog.all())
 
     def _described_tools(self, draft: str, offered: list[ToolSpec]) -> list[str]:
         """Offered tools the draft names that this run never called: an answer naming a tool it never
