@@ -325,10 +325,23 @@ async def test_a_request_to_remember_is_saved_for_its_user_before_the_model_answ
         other = await session.call_tool("search_memories", {"query": "study area"})
     assert tag not in other.content[0].text
 
-    # Asking about a memory is not a request to save one.
+    # A question about what the user told starts with a search of their memories, whose result the
+    # model answers from (eval run 18: with the memory only in its context, the model looked the city up).
+    await set_rules(model_url, {"name": "recalled", "match": {"last_user": f"recall {tag}"}, "content": "Jacksboro."})
+    events = await run_events(
+        real_orch.url, {"message": f"Which study area did I tell you about? recall {tag}"}, user="fritz"
+    )
+    (start,) = [e.payload for e in events if e.name == "tool_start"]
+    assert start["toolName"] == "search_memories"
+    (result,) = [e.payload for e in events if e.name == "tool_result"]
+    assert f"Jacksboro fault {tag}" in result["result"]
+    requests = await model_requests(model_url, contains=f"recall {tag}")
+    assert f"Jacksboro fault {tag}" in json.dumps(requests[0]["body"]["messages"][-1])
+
+    # Asking about a memory is not a request to save one: the memories are searched, nothing is added.
     await set_rules(model_url, {"name": "recall", "match": {"last_user": "Do you remember"}, "content": "Yes."})
     events = await run_events(real_orch.url, {"message": f"Do you remember my study area? {tag}"}, user="fritz")
-    assert not [e for e in events if e.name == "tool_start"]
+    assert [e.payload["toolName"] for e in events if e.name == "tool_start"] == ["search_memories"]
 
 
 @pytest.mark.asyncio

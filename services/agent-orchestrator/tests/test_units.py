@@ -772,3 +772,23 @@ def test_a_misremembered_tool_name_runs_as_the_offered_tool_sharing_most_of_its_
     # A tie (one shared word each) or no shared word renames nothing.
     assert renamed(ToolCall("2", "raster_values", asheville), offered, NoSuchTool()) is None  # type: ignore[arg-type]
     assert renamed(ToolCall("3", "elevation", asheville), offered, NoSuchTool()) is None  # type: ignore[arg-type]
+
+
+def test_a_question_about_what_the_user_told_is_recognised() -> None:
+    from stacgis_orchestrator.questions import is_recall_question
+
+    for question in (
+        "Which city did I tell you is my home city?",
+        "What did I say my study area was?",
+        "Do you remember my preferred units?",
+        "What do you know about me?",
+        "Have I mentioned where I live?",
+    ):
+        assert is_recall_question(question), question
+    for question in (
+        "Remember that my home city is Nairobi",  # a note to save, not a question
+        "What is the mean elevation of my study area?",
+        "Did it rain in Nairobi in July?",
+        "What is NDVI?",
+    ):
+        assert not is_recall_question(question), question

@@ -39,7 +39,7 @@ from .prompts import (
     spatial_context_message,
     system_prompt,
 )
-from .questions import is_concept_question, memory_note
+from .questions import is_concept_question, is_recall_question, memory_note
 from .run_context import AgentDeps, RunContext, RunInput
 from .tool_step import KNOWLEDGE_TOOL, ToolStep
 
@@ -57,6 +57,7 @@ LAST_THOUGHT_CHARS = 500
 # The orchestrator's own first calls (`questions`), and how many passages a knowledge search reads.
 KNOWLEDGE_FIRST_LIMIT = 3
 MEMORY_TOOL = "add_memory"
+RECALL_TOOL = "search_memories"
 # An answer telling the user what to do, where the model should have done it.
 ADVICE = re.compile(
     r"\b(you (should|need to|can|could|may|must)|please (provide|specify|select|use|try)|try (using|again))\b",
@@ -265,7 +266,8 @@ class AgentRun:
         raise AssertionError("the step loop always returns")  # max_steps >= 1
 
     async def _first_call(self, memory: ConversationMemory) -> None:
-        """The call a concept question or a request to remember starts with (`questions`)."""
+        """The call a concept question, a request to remember or a question about what the user told
+        starts with (`questions`)."""
         if not self.settings.first_calls:
             return
         note = memory_note(self.run.message)
@@ -275,6 +277,9 @@ class AgentRun:
         elif is_concept_question(self.run.message):
             tool, arguments = KNOWLEDGE_TOOL, {"query": self.run.message, "limit": KNOWLEDGE_FIRST_LIMIT}
             why = "A question about a concept: searching the knowledge base."
+        elif is_recall_question(self.run.message):
+            tool, arguments = RECALL_TOOL, {"query": self.run.message}
+            why = "A question about what you told me: searching your memories."
         else:
             return
         if self.deps.catalog.get(tool) is None:

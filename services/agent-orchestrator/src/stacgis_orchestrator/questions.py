@@ -5,7 +5,10 @@ catalogue for it; the knowledge base has the answer. A question about a concept,
 where data comes from is recognised by its form, and the loop searches the knowledge base for it
 first (`knowledge_first`), so the model answers from the documents. Likewise "Remember that ..." and
 "Note for later: ..." are saved as the user wrote them before the model answers (`memory_note`):
-the model sometimes answered "Noted!" without saving anything.
+the model sometimes answered "Noted!" without saving anything. A question about what the user told
+before ("Which city did I tell you is my home city?") starts with a search of the user's memories
+(`is_recall_question`): with the memory only in its context message, the model looked the city up
+in vector-tools by an invented id instead.
 
 The forms are narrow on purpose: "What is the mean elevation of Luxembourg?" (a quantity of a place)
 is not one of them, and a wrong match costs only one knowledge search.
@@ -70,3 +73,17 @@ def memory_note(text: str) -> tuple[str, str] | None:
     note = note[0].upper() + note[1:]
     kind = "preference" if _PREFERENCE.search(note) else "note" if text.lower().lstrip().startswith("note") else "fact"
     return note, kind
+
+
+# "Which city did I tell you ...", "What did I say my study area was?", "Do you remember my units?"
+_RECALL = re.compile(
+    r"\b(?:did|have)\s+I\s+(?:ever\s+)?(?:tell|told|say|said|mention(?:ed)?|give|gave|share[d]?)\b"
+    r"|\bdo\s+you\s+(?:still\s+)?(?:remember|recall|know)\s+(?:my|what\s+I|where\s+I|which)\b"
+    r"|\bwhat\s+do\s+you\s+(?:know|remember)\s+about\s+me\b",
+    re.I,
+)
+
+
+def is_recall_question(text: str) -> bool:
+    """Whether the question asks what the user told before (module docstring)."""
+    return memory_note(text) is None and _RECALL.search(" ".join(text.split())) is not None
