@@ -175,6 +175,13 @@ async def test_a_temporal_composite_and_a_time_series_match_the_untiled_grids(
     assert [p["date"][:7] for p in series["series"]] == ["1999-03", "1999-04", "1999-05"]
     assert [p["mean"] for p in series["series"]] == pytest.approx(expected_series, rel=1e-5)
     assert series["unit"] == "degC"
+    # The extremes lead the result, as a sentence naming the months the series gives.
+    assert next(iter(series)) == "summary"
+    months = {p["date"][:7]: p["mean"] for p in series["series"]}
+    warmest, coolest = max(months, key=lambda m: months[m]), min(months, key=lambda m: months[m])
+    assert series["summary"]["text"] == (
+        f"highest mean {months[warmest]} degC in {warmest}, lowest {months[coolest]} degC in {coolest}, over 3 dates"
+    )
 
 
 async def test_static_catalog_and_stac_api_find_the_same_items(raster_service: str, api_backed_service: str) -> None:

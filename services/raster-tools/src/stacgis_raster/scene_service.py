@@ -365,11 +365,19 @@ class SceneService:
             # wettest" is then read, not worked out by the model.
             low = min(steps, key=lambda p: p["mean"])
             high = max(steps, key=lambda p: p["mean"])
-            result["summary"] = {
-                "steps": len(series),
-                "min": {"value": low["mean"], "date": low["date"]},
-                "max": {"value": high["mean"], "date": high["date"]},
-                "mean": round(sum(p["mean"] for p in steps) / len(steps), 6),
+            unit = f" {result['unit']}" if result.get("unit") else ""
+            # First in the result, with a sentence: asked which month was wettest, the 1.5B model
+            # named the series' first month when the extremes came after the series.
+            result = {
+                "summary": {
+                    "text": f"highest mean {high['mean']}{unit} in {_period_label(high['date'])}, lowest "
+                    f"{low['mean']}{unit} in {_period_label(low['date'])}, over {len(series)} dates",
+                    "steps": len(series),
+                    "min": {"value": low["mean"], "date": low["date"]},
+                    "max": {"value": high["mean"], "date": high["date"]},
+                    "mean": round(sum(p["mean"] for p in steps) / len(steps), 6),
+                },
+                **result,
             }
         result.update(_read_figures(done))
         return result
@@ -467,6 +475,14 @@ class SceneService:
         )
         result["read_as"] = f"get_scene_statistics with expression '{expression}' ({record.id} is a scene collection)"
         return result
+
+
+def _period_label(interval: str) -> str:
+    """'1999-09' for a month's interval ('1999-09-01T00:00:00Z/1999-09-30T23:59:59Z'), else its first day."""
+    start, _, end = interval.partition("/")
+    if end and start[:7] == end[:7] and start[8:10] == "01":
+        return start[:7]
+    return start[:10]
 
 
 def _statistics_sentence(result: dict[str, Any], method: str, dates: int) -> str:
