@@ -265,12 +265,11 @@ class ToolStep:
             if composite is not compared:
                 self.context.note(f"The question names a composite: running {composite.name}.\n")
             elif self.deps.catalog.get(SERIES_TOOL) is not None:
-                series = settle_scene_series(
+                composite = settle_scene_series(
                     compared, self.run.message, self._scene_collection, asked[0][1] if asked else None
                 )
-                if series is not compared:
-                    self.context.note(f"The question asks which period had the most or least: running {series.name}.\n")
-                composite = series
+                if composite is not compared:
+                    self.context.note(f"Which period had the most or least: running {composite.name}.\n")
             compared = composite
         return settle_period(settle_cloud_limit(compared, self.run.message), self.run.message)
 

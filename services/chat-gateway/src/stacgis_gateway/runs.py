@@ -256,8 +256,6 @@ class RunManager:
             await asyncio.sleep(self._settings.gate_refresh_seconds * 2)
             try:
                 await self.take_over_orphans()
-            except asyncio.CancelledError:
-                raise
             except Exception as error:  # Redis or Postgres hiccup: the next round tries again
                 log.warning("taking over orphaned runs failed", extra={"error": repr(error)})
 

@@ -72,7 +72,8 @@ _CUE = re.compile(
 )
 _RANGE = re.compile(rf"\(\s*({_MONTH})(?:\s+(\d{{4}}))?\s+(?:to|-|–|until)\s+({_MONTH})\s+(\d{{4}})\s*\)", re.I)
 _SINGLE = re.compile(rf"\b({_MONTH})\b(?:\s+(\d{{4}}))?", re.I)
-_YEARS = re.compile(r"(?<![\w.-])(1[89]\d\d|20\d\d)(?![\w.-])")
+# A year written in a question (1800-2099), not part of a number or an identifier.
+YEARS = re.compile(r"(?<![\w.-])(1[89]\d\d|20\d\d)(?![\w.-])")
 
 
 def _month(name: str, year: str) -> str:
@@ -84,7 +85,7 @@ def compared_periods(question: str) -> tuple[str, str] | None:
     "1999-01/1999-02"), when it compares exactly two; else None."""
     if not _CUE.search(question):
         return None
-    years = sorted(set(_YEARS.findall(question)))
+    years = sorted(set(YEARS.findall(question)))
     periods: list[str] = []
     rest = question
     for found in _RANGE.finditer(question):

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..llm.types import ToolCall
+from .periods import YEARS
 
 SEARCH_TOOL = "search_items"
 STATISTICS_TOOL = "get_scene_statistics"
@@ -70,7 +71,6 @@ _WHICH_PERIOD = re.compile(
 )
 # Words for a statistic, never an asset or index name: the model wrote `expression: "mean"`.
 _STATISTIC_WORDS = frozenset({"mean", "average", "median", "max", "maximum", "min", "minimum", "sum", "std", "total"})
-_YEAR = re.compile(r"(?<![\w.-])(1[89]\d\d|20\d\d)(?![\w.-])")
 
 
 def settle_cloud_limit(call: ToolCall, question: str) -> ToolCall:
@@ -166,7 +166,7 @@ def _series_period(call: ToolCall, question: str) -> dict[str, str]:
         first, _, last = value.partition("/")
         if first.strip() and last.strip() and ".." not in value:
             return {"start": first.strip(), "end": last.strip()}
-    years = set(_YEAR.findall(question))
+    years = set(YEARS.findall(question))
     if isinstance(value, str) and re.fullmatch(r"\d{4}", value.strip()):
         years = {value.strip()}
     if len(years) == 1:
