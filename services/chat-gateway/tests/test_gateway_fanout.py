@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -166,6 +167,29 @@ async def test_a_finished_run_ends_its_followers_and_idle_ones_are_pinged(hub: H
         while ended.closed is None:
             ended = await asyncio.wait_for(follower.next(), 30)
         assert ended.closed == FINISHED
+
+
+@pytest.mark.asyncio
+async def test_a_stream_that_cannot_reach_redis_ends_with_an_error_event_not_a_cut_connection(hub: Hub) -> None:
+    run_id = await hub.new_run()
+    written = await hub.append(run_id, 1)
+    # Redis goes away between the chat request and its stream (a restart): the wake-up cannot be sent.
+    hub.hub._redis = Redis(host="127.0.0.1", port=_free_port(), socket_connect_timeout=1)
+    try:
+        text = b"".join([chunk async for chunk in tail_run(hub.hub, run_id, written, check_now=True)]).decode()
+    finally:
+        await hub.hub._redis.aclose()
+        hub.hub._redis = hub.redis
+    assert "event: error" in text
+    data = json.loads(next(line for line in text.splitlines() if line.startswith("data: "))[len("data: ") :])
+    assert data["error"]["code"] == "stream_unavailable"
+    assert written in data["error"]["message"]  # says where to resume from
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def _blocked_reads(pid: int, admin: redis.Redis) -> list[dict[str, Any]]:

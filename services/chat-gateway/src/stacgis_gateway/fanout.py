@@ -203,9 +203,15 @@ class StreamHub:
             followed.cursor = after  # read again from the older cursor; the others skip what they have
         followed.followers.add(follower)
         try:
-            await self._wake()
-            if check_now:
-                await self._check_runs([followed])
+            try:
+                await self._wake()
+                if check_now:
+                    await self._check_runs([followed])
+            except (RedisError, OSError) as error:
+                # Redis went away between the request and its stream: the stream ends with the error event
+                # that says how to resume, not with a cut connection.
+                log.warning("run %s cannot be followed now: %r", run_id, error)
+                follower.close(UNREADABLE)
             yield follower
         finally:
             followed.followers.discard(follower)
@@ -287,7 +293,8 @@ class StreamHub:
 
     async def _ping_forever(self) -> None:
         """One timer for every stream: a follower with nothing written for a heartbeat gets a ping."""
-        tick = max(0.05, self._heartbeat / 4)
+        # At most a second late: a ping sent a quarter heartbeat late can arrive after a proxy's read timeout.
+        tick = max(0.05, min(1.0, self._heartbeat / 4))
         while True:
             await asyncio.sleep(tick)
             due = time.monotonic() - self._heartbeat
