@@ -256,6 +256,29 @@ async def test_a_data_tool_called_after_a_concept_search_is_not_run_and_the_mode
     assert refused["toolName"] == "compute_zonal_stats" and refused["kind"] == "not_needed"
     assert terminal(events).proto.done.content == "Cells count by coverage."
 
+    # Eval run 19: refused, the model described the call it wanted in prose; the user reads the passages.
+    tag = uuid.uuid4().hex[:8]
+    described = (
+        "To find zonal statistics for Luxembourg you would use compute_zonal_stats with the collection "
+        "lux-dem and the place Luxembourg; it returns the mean, minimum and maximum."
+    )
+    await set_rules(
+        model_url,
+        {"name": "demo", "match": {"last_user": tag, "step": 1}, "tool_calls": [demo]},
+        {
+            "name": "describes",
+            "match": {"any_message": "not run: this is a question about a concept"},
+            "content": described,
+        },
+    )
+    question = f"What are zonal statistics and how are border cells counted? [{tag}]"
+    events = await run_events(real_orch.url, {"message": question}, timeout=120)
+    done = terminal(events).proto.done
+    passages = json.loads(next(e for e in events if e.name == "tool_result").payload["result"])["results"]
+    assert "lux-dem" not in done.content and "you would use" not in done.content
+    assert done.content.startswith(PASSAGES_HEADER)
+    assert passages[0]["chunk"].split(".")[0] in done.content
+
 
 @pytest.mark.asyncio
 async def test_a_concept_answer_that_keeps_inventing_numbers_gives_way_to_the_passages(

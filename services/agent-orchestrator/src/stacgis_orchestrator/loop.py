@@ -345,9 +345,13 @@ class AgentRun:
     def _shows_a_call(self, draft: str) -> bool:
         """A concept question's draft written as a tool call ("call `compute_zonal_stats(collection_id=
         ...)`"): asked what zonal statistics are and how border cells count, the 1.5B model showed a
-        call on Luxembourg and never said what the passages say (eval run 18, knowledge-zonal)."""
+        call on Luxembourg and never said what the passages say (eval run 18, knowledge-zonal). Or one
+        naming a data tool the model called and was refused: told that call was not needed, it described
+        the call in prose instead (eval run 19, knowledge-zonal)."""
         if not self.found.concept_searched:
             return False
+        if any(_names(draft, name) for name in self.found.called - {KNOWLEDGE_TOOL}):
+            return True
         return any(re.search(rf"(?<![\w-]){re.escape(tool.name)}\s*\(", draft) for tool in self.deps.catalog.all())
 
     def _described_tools(self, draft: str, offered: list[ToolSpec]) -> list[str]:

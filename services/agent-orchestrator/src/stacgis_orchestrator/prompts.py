@@ -87,8 +87,9 @@ NO_DATA_ANSWER = (
     "I could not get a value for this from the data: no tool call of this request returned a result, "
     "so I will not guess one."
 )
-# Heads the knowledge passages shown in place of a concept answer that kept numbers no passage gives.
-PASSAGES_HEADER = "The knowledge base says (shown as found: my own answer gave numbers these passages do not hold):"
+# Heads the knowledge passages shown in place of a concept answer that kept numbers no passage gives
+# or described a tool call instead of explaining.
+PASSAGES_HEADER = "The knowledge base says (shown as found, in place of my own answer, which did not keep to it):"
 PASSAGES_SHOWN = 3
 SUMMARY_HEADER = "[The model did not write an answer. These are the tool results of this request, shown as they came:]"
 
