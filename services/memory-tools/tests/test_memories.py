@@ -197,3 +197,22 @@ def test_other_embedding_dimension_is_refused_with_the_fix(
         check=False,
     )
     assert again.returncode == 0 and "re-embedded" in again.stdout, again.stderr
+
+
+@pytest.mark.asyncio
+async def test_a_user_with_no_memories_is_answered_without_the_embedding_server(
+    memory_server: RunningService, memory_env: dict[str, str]
+) -> None:
+    # Every run searches memories before its first model call: a new user's search must not wait
+    # for an embedding. With the embedding server gone, it still answers (empty); a user who has
+    # memories gets the clear error, since their search needs the embedding.
+    keeper = new_user("kim")
+    error, added = await call(memory_server.url, keeper, "add_memory", {"content": "I map glaciers in the Alps"})
+    assert not error, added
+    port = free_port()
+    env = {**memory_env, "MEMORY_PORT": str(port), "MEMORY_EMBEDDING_BASE_URL": f"http://127.0.0.1:{free_port()}"}
+    with run_service("stacgis_memory", env, port) as cut_off:
+        error, found = await call(cut_off.url, new_user("newcomer"), "search_memories", {"query": "my study area"})
+        assert not error and found["results"] == [] and found["count"] == 0, found
+        error, failed = await call(cut_off.url, keeper, "search_memories", {"query": "glaciers"})
+        assert error and "embedding server is unavailable" in str(failed)

@@ -90,6 +90,10 @@ class MemoryService:
     async def search(self, user_id: str, query: Any, limit: Any) -> dict[str, Any]:
         text = text_argument(query, "query", self.settings.max_query_chars, normalize)
         limit = limit_argument(limit, self.settings.max_limit)
+        if not await store.has_any(self.pool, user_id):
+            # The orchestrator searches before every run's first model call: a user with nothing
+            # remembered (every new one) is answered without embedding the question.
+            return {"query": text, "results": [], "count": 0}
         vector = await self._embed(text)
         candidates = max(self.settings.candidates_per_ranker, limit)
         by_vector = await store.rank_by_vector(self.pool, user_id, vector, candidates, self.settings.hnsw_ef_search)

@@ -67,6 +67,10 @@ async def nearest(
     return (row, 1.0 - float(row["distance"])) if row else None
 
 
+async def has_any(pool: asyncpg.Pool, user_id: str) -> bool:
+    return bool(await pool.fetchval(f"SELECT EXISTS (SELECT 1 FROM {SCHEMA}.memories WHERE user_id = $1)", user_id))
+
+
 async def count(connection: asyncpg.Connection, user_id: str) -> int:
     return int(await connection.fetchval(f"SELECT count(*) FROM {SCHEMA}.memories WHERE user_id = $1", user_id))
 
