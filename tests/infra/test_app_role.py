@@ -49,8 +49,8 @@ class PrivateInfra:
 
 
 @pytest.fixture(scope="module")
-def infra(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivateInfra]:
-    private = PrivateInfra(tmp_path_factory.mktemp("app-role") / "local")
+def infra(module_private_local: Path) -> Iterator[PrivateInfra]:
+    private = PrivateInfra(module_private_local)
     started = private.infra("up", "--no-model-server")
     assert started.returncode == 0, started.stdout + started.stderr
     try:

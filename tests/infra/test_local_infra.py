@@ -19,11 +19,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture()
-def infra(tmp_path: Path) -> Iterator[tuple[dict[str, str], int, int]]:
+def infra(private_local: Path) -> Iterator[tuple[dict[str, str], int, int]]:
     pg_port, redis_port = free_port(), free_port()
     env = {
         **os.environ,
-        "STACGIS_LOCAL_DIR": str(tmp_path / "local"),
+        "STACGIS_LOCAL_DIR": str(private_local),
         "STACGIS_PG_PORT": str(pg_port),
         "STACGIS_REDIS_PORT": str(redis_port),
     }

@@ -55,8 +55,8 @@ class Infra:
 
 
 @pytest.fixture(scope="module")
-def infra(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Infra]:
-    local = tmp_path_factory.mktemp("infra") / "local"
+def infra(module_private_local: Path) -> Iterator[Infra]:
+    local = module_private_local
     pg_port, redis_port, model_port = free_port(), free_port(), free_port()
     env = {
         **os.environ,
