@@ -20,13 +20,13 @@ import numpy as np
 import shapely
 
 from stacgis_common.embeddings import EmbeddingError, EmbeddingsClient
+from stacgis_common.packages import FetchError, PackageCache
 from stacgis_common.pgvector import EmbeddingMismatch
 from stacgis_common.pgvector_runtime import connect
 from stacgis_common.settings import load_settings
 from stacgis_vector import store
 from stacgis_vector.geometry import pg_box
 from stacgis_vector.loader.datasets import DATASETS, DatasetData, FeatureRecord, LoadOptions
-from stacgis_vector.loader.sources import FetchError, PackageCache
 from stacgis_vector.names import normalize_name, words
 from stacgis_vector.settings import VectorSettings
 

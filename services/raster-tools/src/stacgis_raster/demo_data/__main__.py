@@ -17,8 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+from stacgis_common.packages import FetchError
 from stacgis_raster.demo_data.build import BUILDER_VERSION, build, is_up_to_date
-from stacgis_raster.demo_data.sources import FetchError
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -7,10 +7,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from stacgis_common.packages import PackageCache
 from stacgis_raster.demo_data.cog import is_complete_cog, write_cog
 from stacgis_raster.demo_data.datasets import DatasetBuilder
 from stacgis_raster.demo_data.scenes import climate_cube, climate_tiles, climate_zarr, landsat_tiles
-from stacgis_raster.demo_data.sources import ALL_PACKAGES, PackageCache
+from stacgis_raster.demo_data.sources import ALL_PACKAGES
 from stacgis_raster.demo_data.stac_build import write_catalog
 
 # Bump when the output of the builder changes, so existing builds are redone.

@@ -19,6 +19,7 @@ import rasterio
 from rasterio.crs import CRS
 from rasterio.transform import from_origin
 
+from stacgis_common.packages import PackageCache, SourceFile
 from stacgis_raster.demo_data.model import (
     BandSpec,
     ClassSpec,
@@ -33,8 +34,6 @@ from stacgis_raster.demo_data.sources import (
     STARS,
     TERRA,
     VEGA_DATASETS,
-    PackageCache,
-    SourceFile,
 )
 
 FLOAT_NODATA = -9999.0

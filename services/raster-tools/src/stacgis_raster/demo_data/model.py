@@ -12,7 +12,7 @@ import numpy as np
 from affine import Affine
 from rasterio.crs import CRS
 
-from stacgis_raster.demo_data.sources import SourceFile
+from stacgis_common.packages import SourceFile
 
 
 @dataclass(frozen=True)

