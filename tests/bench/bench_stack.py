@@ -54,13 +54,14 @@ from private_stack import (  # noqa: E402
     read_env_file,
     state_directory,
 )
-from scripted_rules import reliability_rules  # noqa: E402
+from scripted_rules import PACED_PER_SECOND, reliability_rules  # noqa: E402
 
 from stacgis_common.testing import free_port, token_for  # noqa: E402
 
 GATEWAY_TESTS = ROOT / "services" / "chat-gateway" / "tests"
 OUT = ROOT / ".local" / "bench"
 PLAIN = "[plain] describe the terrain of Luxembourg"
+PACED = "[paced] describe the terrain of Luxembourg"
 PY_SPY = str(Path(sys.executable).parent / "py-spy")
 
 
@@ -148,12 +149,20 @@ async def via_ingress(base: str, message: str) -> tuple[float, float, int]:
 
 
 async def bench_ttft(stack: PrivateStack, runs: int, profile: bool = False) -> list[str]:
+    """Two tables: an answer streamed as fast as the model server can (what the path costs), and one
+    paced like a real model (whether the path keeps up: the ratio should be 1.00x)."""
+    fast = await _ttft_table(stack, runs, PLAIN, "as fast as the model server streams", profile)
+    paced = await _ttft_table(stack, runs, PACED, f"paced at {PACED_PER_SECOND} deltas/s like a real model", False)
+    return [*fast, "", *paced]
+
+
+async def _ttft_table(stack: PrivateStack, runs: int, message: str, pace: str, profile: bool) -> list[str]:
     assert stack.orchestrator is not None
     Measure = Callable[[int], Awaitable[tuple[float, float, int]]]
     paths: dict[str, Measure] = {
-        "model server (direct)": lambda i: direct_model(stack.model_url, PLAIN),
-        "orchestrator /v1/runs": lambda i: via_orchestrator(stack.orchestrator.url, PLAIN, i),  # type: ignore[union-attr]
-        "ingress + gateway + orchestrator": lambda i: via_ingress(stack.base_url, PLAIN),
+        "model server (direct)": lambda i: direct_model(stack.model_url, message),
+        "orchestrator /v1/runs": lambda i: via_orchestrator(stack.orchestrator.url, message, i),  # type: ignore[union-attr]
+        "ingress + gateway + orchestrator": lambda i: via_ingress(stack.base_url, message),
     }
     figures: dict[str, tuple[list[float], list[float], int]] = {}
     for name, call in paths.items():
@@ -172,7 +181,7 @@ async def bench_ttft(stack: PrivateStack, runs: int, profile: bool = False) -> l
     d50, d99, drate = percentile(direct_ttft, 0.5), percentile(direct_ttft, 0.99), percentile(direct_rate, 0.5)
     lines = [
         f"time to first token and token rate ({runs} runs each, one at a time; scripted answer of "
-        f"{figures['model server (direct)'][2]} deltas)",
+        f"{figures['model server (direct)'][2]} deltas, {pace})",
         f"{'path':36} {'TTFT p50':>10} {'TTFT p99':>10} {'added p50':>10} {'added p99':>10} {'tokens/s':>9} "
         f"{'ratio':>6}",
     ]

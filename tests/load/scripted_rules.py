@@ -3,12 +3,15 @@
 `[load]`            one raster point query, then an answer streamed in small pieces (a typical run)
 `[tool:<server>]`   one call to a cheap tool of that tool server, then an answer
 `[plain]`           an answer with no tool (the benchmarks' time to first token and token rate)
+`[paced]`           the same kind of answer at a real model's pace, 150 deltas per second
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+# A real model's streaming pace (deltas per second) for the benchmarks' paced rows.
+PACED_PER_SECOND = 150
 ANSWER = "Here is what I found for that place, with the numbers from the data. "
 
 # One cheap, read-only call per tool server (its arguments are correct for the demo data).
@@ -21,7 +24,7 @@ TOOL_CALLS: dict[str, tuple[str, dict[str, Any]]] = {
 
 
 def answer_rule(
-    name: str, match: dict[str, Any], repeat: int = 2, chunk_chars: int = 8, delay_ms: int = 15
+    name: str, match: dict[str, Any], repeat: int = 2, chunk_chars: int = 8, delay_ms: float = 15
 ) -> dict[str, Any]:
     return {"name": name, "match": match, "content": ANSWER * repeat, "chunk_chars": chunk_chars, "delay_ms": delay_ms}
 
@@ -44,6 +47,9 @@ def reliability_rules() -> list[dict[str, Any]]:
     for server, (tool, arguments) in TOOL_CALLS.items():
         rules += tool_rules(f"tool:{server}", tool, arguments)
     rules.append(answer_rule("plain", {"last_user": "\\[plain\\]"}, repeat=8, chunk_chars=4, delay_ms=0))
+    rules.append(
+        answer_rule("paced", {"last_user": "\\[paced\\]"}, repeat=4, chunk_chars=4, delay_ms=1000 / PACED_PER_SECOND)
+    )
     return rules
 
 
