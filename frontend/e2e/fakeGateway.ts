@@ -147,6 +147,14 @@ export class FakeGateway {
     { name: "Berlin", kind: "city", country: "Germany", ref: "cities/2950159", point: [13.41, 52.52] },
   ];
   readonly placeSearches: string[] = [];
+  /** The cities GET /places/labels names (those in the box, largest first), and every box asked for. */
+  readonly cityLabels: { name: string; lon: number; lat: number; population: number; country?: string }[] = [
+    { name: "Berlin", lon: 13.41, lat: 52.52, population: 3_426_354, country: "Germany" },
+    { name: "Hamburg", lon: 10.0, lat: 53.55, population: 1_739_117, country: "Germany" },
+    { name: "Lucerne", lon: 8.31, lat: 47.05, population: 81_691, country: "Switzerland" },
+    { name: "Luxembourg", lon: 6.13, lat: 49.61, population: 76_684, country: "Luxembourg" },
+  ];
+  readonly labelRequests: { bbox: number[]; limit: number }[] = [];
   /** Every map state saved, in order: session id and body. */
   readonly mapSaves: { sessionId: string; state: JsonObject }[] = [];
   /** What GET /models offers, the default first; a message naming another model is refused (422). */
@@ -234,6 +242,22 @@ export class FakeGateway {
       const limit = Number(params.get("limit") ?? "5");
       const results = this.places.filter((p) => p.name.toLowerCase().startsWith(q.toLowerCase())).slice(0, limit);
       return json(res, 200, { query: q, results });
+    }
+    if (method === "GET" && path === "/api/v1/places/labels") {
+      const params = new URL(req.url ?? "/", "http://x").searchParams;
+      const bbox = (params.get("bbox") ?? "").split(",").map(Number);
+      if (bbox.length !== 4 || bbox.some((v) => !Number.isFinite(v))) {
+        return json(res, 422, { detail: [{ loc: ["query", "bbox"], msg: "bbox must be west,south,east,north" }] });
+      }
+      const limit = Number(params.get("limit") ?? "100");
+      this.labelRequests.push({ bbox, limit });
+      const [west, south, east, north] = bbox;
+      const inLon = (lon: number) => (west <= east ? west <= lon && lon <= east : lon >= west || lon <= east);
+      const labels = this.cityLabels
+        .filter((c) => inLon(c.lon) && south <= c.lat && c.lat <= north)
+        .sort((a, b) => b.population - a.population)
+        .slice(0, limit);
+      return json(res, 200, { bbox, labels });
     }
     if (method === "POST" && path === "/api/v1/chat/stream") return this.stream(req, res);
     const approval = /^\/api\/v1\/chat\/approvals\/([^/]+)$/.exec(path);

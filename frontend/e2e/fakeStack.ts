@@ -58,6 +58,7 @@ export function serveWithFakeGateway(): FakeStack {
     gateway.answers.length = 0;
     gateway.requests.length = 0;
     gateway.placeSearches.length = 0;
+    gateway.labelRequests.length = 0;
     gateway.pointRequests.length = 0;
     gateway.points.clear();
     gateway.mapSaves.length = 0;

@@ -4,8 +4,8 @@ import { DESKTOP, PHONE, openApp, serveWithFakeGateway, shot } from "./fakeStack
 
 /**
  * The place search box over the map: typing lists places (name, kind, country) from the
- * gateway's GET /places/search; choosing one (keyboard or pointer) flies the map there.
- * Served with Vite against the stand-in gateway.
+ * gateway's GET /places/search; choosing one (keyboard or pointer) flies the map there, where
+ * the view's city names (GET /places/labels) are drawn. Served with Vite against the stand-in gateway.
  */
 
 const stack = serveWithFakeGateway();
@@ -23,6 +23,13 @@ async function settledView(page: Page): Promise<{ lng: number; lat: number; zoom
     const c = map.getCenter();
     return { lng: c.lng, lat: c.lat, zoom: map.getZoom() };
   });
+}
+
+/** The city names MapLibre has placed on the map (collided ones are not). */
+async function renderedCityNames(page: Page): Promise<string[]> {
+  return page.evaluate(() =>
+    window.__stacgisMap!.queryRenderedFeatures({ layers: ["city-labels"] }).map((f) => String(f.properties.name)),
+  );
 }
 
 for (const { name, size } of VIEWPORTS) {
@@ -75,6 +82,10 @@ for (const { name, size } of VIEWPORTS) {
       expect(Math.abs(city.lng - 13.41)).toBeLessThan(0.05);
       expect(Math.abs(city.lat - 52.52)).toBeLessThan(0.05);
       expect(city.zoom).toBeCloseTo(10, 1);
+      // The city's own name is drawn there, asked for with the view's box.
+      await expect.poll(() => renderedCityNames(page)).toContain("Berlin");
+      const [west, south, east, north] = gateway.labelRequests.at(-1)!.bbox;
+      expect(west < 13.41 && 13.41 < east && south < 52.52 && 52.52 < north).toBe(true);
 
       await box.fill("Qwerty");
       await expect(page.locator(".place-empty")).toHaveText("No place found");

@@ -59,6 +59,22 @@ export interface PlaceResults {
   results: PlaceCandidate[];
 }
 
+/** A city name the map draws (GET /places/labels). */
+export interface PlaceLabel {
+  name: string;
+  lon: number;
+  lat: number;
+  population: number;
+  country?: string;
+  ref?: string;
+}
+
+export interface PlaceLabels {
+  bbox: [number, number, number, number];
+  /** The most populous cities in the box, largest first. */
+  labels: PlaceLabel[];
+}
+
 /** A conversation's map as the gateway keeps it (PUT/GET /chat/session/{id}/map-state). */
 export interface SavedMapLayer {
   id: string;
@@ -152,6 +168,12 @@ export class ApiClient {
   searchPlaces(query: string, limit: number, signal?: AbortSignal): Promise<PlaceResults> {
     const params = new URLSearchParams({ q: query, limit: String(limit) });
     return this.json<PlaceResults>(`/places/search?${params}`, { signal });
+  }
+
+  /** City names for a map view: `bbox` is [west, south, east, north], west > east across the antimeridian. */
+  placeLabels(bbox: [number, number, number, number], limit: number, signal?: AbortSignal): Promise<PlaceLabels> {
+    const params = new URLSearchParams({ bbox: bbox.join(","), limit: String(limit) });
+    return this.json<PlaceLabels>(`/places/labels?${params}`, { signal });
   }
 
   async mapState(sessionId: string): Promise<SavedMapState | null> {

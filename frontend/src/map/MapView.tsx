@@ -23,6 +23,8 @@ import {
   type Countries,
   type OfflineVariant,
 } from "./basemap";
+import { ApiClient } from "../api/client";
+import { followCityLabels } from "./cityLabels";
 import { contextFeature } from "./contextGeometry";
 import {
   addVertex,
@@ -50,6 +52,7 @@ setWorkerUrl(new URL(workerUrl, window.location.href).toString());
 const CONFIGURED_STYLE_URL = (import.meta.env.VITE_MAP_STYLE_URL as string | undefined) || null;
 
 const EMPTY: FeatureCollection = { type: "FeatureCollection", features: [] };
+const api = new ApiClient();
 
 let countriesCache: Countries | null = null;
 /** The basemap the map's style was last made from. */
@@ -296,6 +299,12 @@ export function MapView() {
         applyBasemap(map, basemapOpacities, s.basemapVisible, s.basemapOpacity);
       }
     });
+  }, [map]);
+
+  // City names of the view on the offline basemaps, asked for after each move.
+  useEffect(() => {
+    if (!map) return;
+    return followCityLabels(map, (bbox, limit, signal) => api.placeLabels(bbox, limit, signal));
   }, [map]);
 
   // The chat sheet of a narrow screen hides the map's lower part: keep the view's centre, and

@@ -2,6 +2,7 @@ import type { Geometry, Position } from "geojson";
 import countriesJson from "world-atlas/countries-50m.json?raw";
 import { describe, expect, it } from "vitest";
 import { basemapLabel, COUNTRY_LABELS_LAYER, countriesFrom, offlineStyle } from "./basemap";
+import { CITY_LABELS_LAYER } from "./cityLabels";
 
 
 describe("basemapLabel", () => {
@@ -66,7 +67,7 @@ describe("country names on the offline maps", () => {
     expect(style.glyphs).toBeUndefined();
     const faces = style["font-faces"] ?? {};
     const symbols = style.layers.filter((layer) => layer.type === "symbol");
-    expect(symbols.map((layer) => layer.id)).toEqual([COUNTRY_LABELS_LAYER]);
+    expect(symbols.map((layer) => layer.id)).toEqual([CITY_LABELS_LAYER, COUNTRY_LABELS_LAYER]);
     for (const layer of symbols) {
       for (const font of (layer.layout?.["text-font"] ?? []) as string[]) expect(Object.keys(faces)).toContain(font);
     }

@@ -7,6 +7,7 @@ import { feature } from "topojson-client";
 import type { GeometryCollection, Topology } from "topojson-specification";
 import countriesUrl from "world-atlas/countries-50m.json?url";
 import { fixAntimeridian } from "./antimeridian";
+import { CITY_DOT_IMAGE, CITY_LABELS_LAYER, CITY_LABELS_MIN_ZOOM, CITY_LABELS_SOURCE } from "./cityLabels";
 
 export type OfflineVariant = "light" | "dark" | "satellite";
 
@@ -173,6 +174,8 @@ export function offlineStyle(
     sources: {
       [COUNTRIES_SOURCE]: { type: "geojson", data: countries?.display ?? EMPTY },
       [COUNTRY_LABELS_SOURCE]: { type: "geojson", data: countries?.labels ?? EMPTY },
+      // Filled after each move with the view's largest cities (cityLabels.ts).
+      [CITY_LABELS_SOURCE]: { type: "geojson", data: EMPTY },
       "land-mask": {
         type: "raster",
         url: new URL(`/tiles/${BASEMAP_RASTER_COLLECTION}/tilejson.json`, baseUrl).toString(),
@@ -198,6 +201,34 @@ export function offlineStyle(
         type: "line",
         source: COUNTRIES_SOURCE,
         paint: { "line-color": p.border, "line-width": ["interpolate", ["linear"], ["zoom"], 1, 0.4, 6, 1.2] },
+      },
+      {
+        // Under the country names (a later symbol layer is placed first); bigger cities win collisions.
+        id: CITY_LABELS_LAYER,
+        type: "symbol",
+        source: CITY_LABELS_SOURCE,
+        minzoom: CITY_LABELS_MIN_ZOOM,
+        layout: {
+          "symbol-sort-key": ["get", "sort"],
+          "icon-image": CITY_DOT_IMAGE,
+          "text-field": ["get", "name"],
+          "text-font": [LABEL_FONT],
+          "text-size": ["step", ["get", "population"], 11, 1_000_000, 12.5, 5_000_000, 14],
+          "text-variable-anchor": ["left", "right", "top", "bottom"],
+          "text-radial-offset": 0.5,
+          "text-justify": "auto",
+          "text-max-width": 8,
+          "text-padding": 3,
+        },
+        paint: {
+          "icon-color": p.label,
+          "icon-halo-color": p.halo,
+          "icon-halo-width": 1,
+          "text-color": p.label,
+          "text-halo-color": p.halo,
+          "text-halo-width": 1.2,
+          "text-halo-blur": 0.5,
+        },
       },
       {
         id: COUNTRY_LABELS_LAYER,

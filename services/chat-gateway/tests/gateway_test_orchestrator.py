@@ -18,6 +18,8 @@ offers two models (`GET /_scripted/models`: who asked).
 
 It also stands in for vector-tools' internal place search (`GET /places/search?q=&limit=`, internal token
 verified) over three places; the words `slow`, `broken` and `refused` make it hang, fail (500) or refuse (422).
+Its `GET /places/labels?bbox=&limit=` gives the three cities of LABELS whose point is in the box (largest first);
+a box whose west is 1, 2 or 3 hangs, fails or refuses naming limit; `GET /_scripted/labels` lists the requests.
 """
 
 from __future__ import annotations
@@ -279,6 +281,35 @@ async def places(q: str, limit: int, identity: Annotated[Identity, Depends(verif
     found = [{**place, "dataset": place["ref"].split("/")[0], "matched_by": "name"} for place in PLACES]
     results = [place for place in found if str(place["name"]).lower().startswith(q.lower())][:limit]
     return {"query": q, "results": results, "count": len(results)}
+
+
+LABELS: list[dict[str, Any]] = [
+    {"name": "Berlin", "lon": 13.41, "lat": 52.52, "population": 3426354, "country": "Germany", "ref": "cities/1"},
+    {"name": "Hamburg", "lon": 10.0, "lat": 53.55, "population": 1739117, "country": "Germany", "ref": "cities/2"},
+    {"name": "Luxembourg", "lon": 6.13, "lat": 49.61, "population": 76684, "ref": "cities/3"},
+]
+# A box whose west is one of these makes the stand-in hang, fail or refuse naming limit.
+SLOW_WEST, BROKEN_WEST, REFUSED_WEST = 1.0, 2.0, 3.0
+label_requests: list[dict[str, Any]] = []
+
+
+@app.get("/places/labels")
+async def place_labels(bbox: str, limit: int, identity: Annotated[Identity, Depends(verified)]) -> Any:
+    label_requests.append({"bbox": bbox, "limit": limit, "user_id": identity.user_id})
+    west, south, east, north = (float(value) for value in bbox.split(","))
+    if west == SLOW_WEST:
+        await asyncio.sleep(30)
+    if west == BROKEN_WEST:
+        raise HTTPException(500, "the place index is broken")
+    if west == REFUSED_WEST:
+        return JSONResponse({"status": "invalid", "detail": "limit: must be an integer from 1 to 3"}, status_code=422)
+    inside = [label for label in LABELS if south <= label["lat"] <= north and west <= label["lon"] <= east]
+    return {"bbox": [west, south, east, north], "labels": inside[:limit], "count": len(inside[:limit])}
+
+
+@app.get("/_scripted/labels")
+async def asked_labels() -> list[dict[str, Any]]:
+    return label_requests
 
 
 @app.get("/_scripted/places")

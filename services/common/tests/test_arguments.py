@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from stacgis_common.arguments import ArgumentError, NotFoundError, limit_argument, text_argument
+from stacgis_common.arguments import ArgumentError, NotFoundError, bbox_argument, limit_argument, text_argument
 
 
 @pytest.mark.parametrize("value", [None, "", "   ", 42, ["Berlin"]])
@@ -40,3 +40,28 @@ def test_an_argument_error_survives_pickling(error: ArgumentError) -> None:
     back = pickle.loads(pickle.dumps(error))  # noqa: S301 - the test's own object, read back
     assert type(back) is type(error)
     assert (str(back), back.argument, back.detail) == (str(error), error.argument, error.detail)
+
+
+def test_a_bbox_is_four_numbers_or_a_query_string_and_may_cross_the_antimeridian() -> None:
+    assert bbox_argument([5, 49, 7, 51]) == (5.0, 49.0, 7.0, 51.0)
+    assert bbox_argument(" 170.5,-20,-170, 10 ") == (170.5, -20.0, -170.0, 10.0)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("1,2,3", "must be west,south,east,north"),
+        ("a,2,3,4", "must hold 4 finite numbers"),
+        ("nan,2,3,4", "must hold 4 finite numbers"),
+        ([1, 2, 3, float("inf")], "must hold 4 finite numbers"),
+        ([True, 2, 3, 4], "must hold 4 finite numbers"),
+        ({"west": 1}, "must be [west, south, east, north]"),
+        ("-181,0,10,10", "longitudes between -180 and 180"),
+        ("0,-91,10,10", "latitudes between -90 and 90"),
+        ("0,10,10,5", "south (10.0) must not be greater than north (5.0)"),
+    ],
+)
+def test_a_bad_bbox_is_refused_naming_the_argument(value: Any, message: str) -> None:
+    with pytest.raises(ArgumentError) as refused:
+        bbox_argument(value, "box")
+    assert refused.value.argument == "box" and message in refused.value.detail

@@ -294,6 +294,22 @@ class PlaceResults(BaseModel):
     results: list[PlaceCandidate]
 
 
+class PlaceLabel(BaseModel):
+    """A city name the map draws at its point; the larger city keeps its name where two collide."""
+
+    name: str
+    lon: float = Field(ge=-180, le=180)
+    lat: float = Field(ge=-90, le=90)
+    population: int = Field(ge=0)
+    country: str | None = None
+    ref: str | None = Field(default=None, description="<dataset>/<id>, as the tools take a place")
+
+
+class PlaceLabels(BaseModel):
+    bbox: list[float] = Field(description="[west, south, east, north] asked for")
+    labels: list[PlaceLabel] = Field(description="The most populous cities in the box, largest first")
+
+
 class Capacity(BaseModel):
     active: int = Field(description="Runs holding a slot, over all replicas")
     max: int

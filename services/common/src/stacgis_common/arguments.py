@@ -3,6 +3,7 @@ fault and what is allowed, as the model needs to correct its call."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -43,3 +44,34 @@ def limit_argument(value: Any, maximum: int, argument: str = "limit") -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
         raise ArgumentError(argument, f"must be an integer from 1 to {maximum}")
     return value
+
+
+BBox = tuple[float, float, float, float]
+
+
+def bbox_argument(value: Any, argument: str = "bbox") -> BBox:
+    """[west, south, east, north] in degrees, as 4 numbers or a "w,s,e,n" query string; west > east
+    crosses the antimeridian."""
+    if isinstance(value, str):
+        texts = value.split(",")
+        if len(texts) != 4:
+            raise ArgumentError(argument, "must be west,south,east,north in degrees (4 numbers)")
+        try:
+            value = [float(text) for text in texts]
+        except ValueError:
+            raise ArgumentError(argument, "must hold 4 finite numbers west,south,east,north") from None
+    if not isinstance(value, (list, tuple)) or len(value) != 4:
+        raise ArgumentError(argument, "must be [west, south, east, north] in degrees (4 numbers)")
+    numbers: list[float] = []
+    for item in value:
+        if isinstance(item, bool) or not isinstance(item, (int, float)) or not math.isfinite(item):
+            raise ArgumentError(argument, "must hold 4 finite numbers [west, south, east, north]")
+        numbers.append(float(item))
+    west, south, east, north = numbers
+    if not (-180 <= west <= 180 and -180 <= east <= 180):
+        raise ArgumentError(argument, "west and east must be longitudes between -180 and 180")
+    if not (-90 <= south <= 90 and -90 <= north <= 90):
+        raise ArgumentError(argument, "south and north must be latitudes between -90 and 90")
+    if south > north:
+        raise ArgumentError(argument, f"south ({south}) must not be greater than north ({north})")
+    return west, south, east, north

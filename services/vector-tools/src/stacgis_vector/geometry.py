@@ -10,7 +10,7 @@ import shapely
 from asyncpg.types import Box, Point
 from shapely.geometry.base import BaseGeometry
 
-from stacgis_common.arguments import ArgumentError
+from stacgis_common.arguments import bbox_argument
 
 
 @dataclass(frozen=True)
@@ -44,22 +44,8 @@ def pg_box(bounds: tuple[float, float, float, float]) -> Box:
 
 
 def parse_bbox(value: Any, argument: str = "bbox") -> QueryBox:
-    """Validate [west, south, east, north] in degrees; west > east means across the antimeridian."""
-    if not isinstance(value, (list, tuple)) or len(value) != 4:
-        raise ArgumentError(argument, "must be [west, south, east, north] in degrees (4 numbers)")
-    numbers: list[float] = []
-    for item in value:
-        if isinstance(item, bool) or not isinstance(item, (int, float)) or not math.isfinite(item):
-            raise ArgumentError(argument, "must hold 4 finite numbers [west, south, east, north]")
-        numbers.append(float(item))
-    west, south, east, north = numbers
-    if not (-180 <= west <= 180 and -180 <= east <= 180):
-        raise ArgumentError(argument, "west and east must be longitudes between -180 and 180")
-    if not (-90 <= south <= 90 and -90 <= north <= 90):
-        raise ArgumentError(argument, "south and north must be latitudes between -90 and 90")
-    if south > north:
-        raise ArgumentError(argument, f"south ({south}) must not be greater than north ({north})")
-    return QueryBox(west, south, east, north)
+    """Validate [west, south, east, north] in degrees (or "w,s,e,n"); west > east means across the antimeridian."""
+    return QueryBox(*bbox_argument(value, argument))
 
 
 def bounds_list(box: Box) -> list[float]:

@@ -5,6 +5,7 @@ Nothing is built at import: `create_app(settings)` assembles the server, its too
 # No `from __future__ import annotations`: the tools' annotations use register_tools' locals (limits
 # from settings), which the MCP SDK resolves from the live annotations, not from strings.
 import json
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
@@ -114,7 +115,8 @@ def register_tools(server: MCPServer[Any], runtime: Runtime, settings: VectorSet
 
 
 def internal_routes(runtime: Runtime, settings: VectorSettings) -> list[BaseRoute]:
-    """GET /features/..., /places/resolve and /places/search: for other services, behind the internal token."""
+    """GET /features/..., /places/resolve, /places/search and /places/labels: for other services, behind the
+    internal token."""
 
     def authorized(request: Request) -> JSONResponse | None:
         try:
@@ -168,30 +170,42 @@ def internal_routes(runtime: Runtime, settings: VectorSettings) -> list[BaseRout
         PLACE_REQUESTS.labels("200").inc()
         return Response(body, media_type="application/json")
 
-    async def place_search_endpoint(request: Request) -> Response:
-        """GET /places/search?q=...[&limit=...]: a search box's candidates (no geometries), for the gateway.
-        422 names the bad argument."""
+    def query_limit(request: Request) -> Any:
+        raw = request.query_params.get("limit", str(settings.default_limit))
+        try:
+            return int(raw)
+        except ValueError:
+            return raw  # refused by the service, naming limit
+
+    async def answer(request: Request, call: Callable[[VectorService], Awaitable[dict[str, Any]]]) -> Response:
+        """A read for the gateway: 401 without the internal token, 422 naming the bad argument."""
         denied = authorized(request)
         if denied is not None:
             PLACE_REQUESTS.labels("401").inc()
             return denied
-        raw_limit = request.query_params.get("limit", str(settings.default_limit))
         try:
-            limit: Any = int(raw_limit)
-        except ValueError:
-            limit = raw_limit  # refused below, naming limit
-        try:
-            body = await runtime.get().search_places(request.query_params.get("q"), limit)
+            body = await call(runtime.get())
         except ArgumentError as error:
             PLACE_REQUESTS.labels("422").inc()
             return JSONResponse({"status": "invalid", "detail": str(error)}, status_code=422)
         PLACE_REQUESTS.labels("200").inc()
         return JSONResponse(body)
 
+    async def place_search_endpoint(request: Request) -> Response:
+        """GET /places/search?q=...[&limit=...]: a search box's candidates (no geometries), for the gateway."""
+        limit = query_limit(request)
+        return await answer(request, lambda service: service.search_places(request.query_params.get("q"), limit))
+
+    async def place_labels_endpoint(request: Request) -> Response:
+        """GET /places/labels?bbox=w,s,e,n[&limit=...]: the most populous cities in a map view, for its names."""
+        limit = query_limit(request)
+        return await answer(request, lambda service: service.place_labels(request.query_params.get("bbox"), limit))
+
     return [
         Route("/features/{dataset}/{feature_id}", feature_endpoint, methods=["GET"]),
         Route("/places/resolve", place_endpoint, methods=["GET"]),
         Route("/places/search", place_search_endpoint, methods=["GET"]),
+        Route("/places/labels", place_labels_endpoint, methods=["GET"]),
     ]
 
 

@@ -29,6 +29,8 @@ SUGGESTIONS = 3
 MAX_SIMPLIFY_DEGREES = 10.0
 RESULT_DECIMALS = 6
 # How a place search candidate matched, by store.rank_by_name's tier.
+# The dataset whose places name the map's points (GET /places/labels).
+LABEL_DATASET = "cities"
 PLACE_MATCHES = {store.NAME_TIER: "name", store.ALTERNATE_NAME_TIER: "alternate name", store.PREFIX_TIER: "name prefix"}
 
 
@@ -244,6 +246,26 @@ class VectorService:
         rows = await store.summaries(self.pool, keys)
         results = [places.describe(rows[key], matched_by[key]) for key in keys if key in rows]
         return {"query": text, "results": results, "count": len(results)}
+
+    async def place_labels(self, bbox: Any, limit: Any) -> dict[str, Any]:
+        """City names for a map view: the most populous cities whose point is in the box, largest first
+        (west > east crosses the antimeridian)."""
+        box = parse_bbox(bbox)
+        count = limit_argument(limit, self.settings.max_label_limit)
+        rows = await store.most_populous_in(self.pool, LABEL_DATASET, box, count)
+        labels = []
+        for row in rows:
+            label: dict[str, Any] = {
+                "name": row["name"],
+                "lon": round(float(row["anchor_lon"]), 5),
+                "lat": round(float(row["anchor_lat"]), 5),
+                "population": int(row["population"] or 0),
+                "ref": f"{LABEL_DATASET}/{row['id']}",
+            }
+            if row["country"]:
+                label["country"] = row["country"]
+            labels.append(label)
+        return {"bbox": box.as_list(), "labels": labels, "count": len(labels)}
 
     async def resolved_feature(self, place: Any, dataset: Any) -> str:
         """{"place": ..., "feature": full GeoJSON Feature} of a resolved place, serialised (internal endpoint)."""

@@ -16,5 +16,7 @@ class VectorSettings(PgvectorSettings):
     default_limit: int = Field(default=10, ge=1)
     max_limit: int = Field(default=50, ge=1, le=1000)
     max_bbox_limit: int = Field(default=500, ge=1, le=10_000)
+    # City names one map view asks for (GET /places/labels).
+    max_label_limit: int = Field(default=300, ge=1, le=5_000)
     # Geometries with more vertices come back simplified (the tolerance is stated in the result).
     max_result_vertices: int = Field(default=500, ge=10, le=1_000_000)

@@ -186,6 +186,23 @@ async def box_candidates(pool: asyncpg.Pool, dataset: str, box: QueryBox) -> lis
     return rows
 
 
+async def most_populous_in(pool: asyncpg.Pool, dataset: str, box: QueryBox, limit: int) -> list[asyncpg.Record]:
+    """The `limit` most populous features whose anchor lies in the box (a map's place names). `bbox &&`
+    lets the GiST index find the candidates; the anchor test keeps areas whose point is outside."""
+    params: list[Any] = [dataset, limit]
+    inside = []
+    for part in box.pg_boxes():
+        params.append(part)
+        inside.append(f"(bbox && ${len(params)}::box AND point(anchor_lon, anchor_lat) <@ ${len(params)}::box)")
+    rows: list[asyncpg.Record] = await pool.fetch(
+        f"SELECT id, name, population, anchor_lon, anchor_lat, properties->>'country' AS country"
+        f" FROM {SCHEMA}.features WHERE dataset = $1 AND ({' OR '.join(inside)})"
+        f" ORDER BY population DESC NULLS LAST, name, id LIMIT $2",
+        *params,
+    )
+    return rows
+
+
 async def dataset_checksum(pool: asyncpg.Pool, dataset: str) -> str | None:
     value = await pool.fetchval(f"SELECT source_checksum FROM {SCHEMA}.datasets WHERE id = $1", dataset)
     return str(value) if value is not None else None

@@ -1,25 +1,27 @@
-"""The map's place search box: vector-tools' place search, read-only, for any signed-in caller.
+"""The map's place search box and city names: vector-tools' place search and labels, read-only, for any
+signed-in caller.
 
 The gateway checks the query, mints the internal token for the caller (as for a run) and asks
-vector-tools' internal `GET /places/search`; what comes back is reduced to the candidates' public
-fields. Bounded: query length, result count, one timeout, a per-user rate; never a 500.
+vector-tools' internal `GET /places/search` or `GET /places/labels`; what comes back is reduced to
+the public fields. Bounded: query size, result count, one timeout, a per-user rate; never a 500.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import httpx
 from fastapi import APIRouter, Query, Request
 from fastapi.exceptions import RequestValidationError
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
+from stacgis_common.arguments import ArgumentError, bbox_argument
 from stacgis_common.auth import Identity, mint_for
 
-from ..deps import GatewayDep, UserId
+from ..deps import Gateway, GatewayDep, UserId
 from ..ratelimit import RateLimiter
-from ..schemas import PlaceCandidate, PlaceResults, Problem, field_error
+from ..schemas import PlaceCandidate, PlaceLabel, PlaceLabels, PlaceResults, Problem, field_error
 from .mcp_proxy import McpProxy
 from .problems import ApiProblem
 
@@ -28,7 +30,11 @@ router = APIRouter(prefix="/places", tags=["places"])
 
 MAX_QUERY_CHARS = 100
 MAX_RESULTS = 10
+# A map view's city names: vector-tools allows 300 (VECTOR_MAX_LABEL_LIMIT); a full-screen view needs fewer.
+MAX_LABELS = 250
+MAX_BBOX_CHARS = 200
 RETRY_AFTER_SECONDS = "2"
+Item = TypeVar("Item", bound=BaseModel)
 
 
 def _invalid(message: str) -> RequestValidationError:
@@ -37,6 +43,66 @@ def _invalid(message: str) -> RequestValidationError:
 
 def _unavailable(detail: str, status: int = 503) -> ApiProblem:
     return ApiProblem(status, {"detail": detail}, {"Retry-After": RETRY_AFTER_SECONDS})
+
+
+async def _ask_vector_tools(
+    request: Request,
+    gateway: Gateway,
+    user_id: str,
+    route: str,
+    params: dict[str, Any],
+    listed: str,
+    item: type[Item],
+    *,
+    what: str,
+    per_minute: int,
+) -> list[Item]:
+    """GET vector-tools' `/places/<route>` as the caller and read its `listed` list of `item`s: 429 past
+    `per_minute` (a bucket per route), 422 naming the field vector-tools refused, 503/504 with Retry-After
+    when it is unset, unreachable, slow or answers what the gateway cannot read."""
+    settings = gateway.settings
+    base = settings.places_url
+    if base is None:
+        raise _unavailable(f"no {what} is configured (GATEWAY_VECTOR_TOOLS_URL); retry later")
+    limiter = RateLimiter(gateway.redis, gateway.keys, per_minute)
+    # "<route> <user>": a space never occurs in a user id, so these buckets are apart from the chat limits.
+    decision = await limiter.hit(f"{route} {user_id}")
+    if not decision.allowed:
+        raise ApiProblem(
+            429,
+            {"detail": f"more than {per_minute} requests a minute to the {what}; retry later"},
+            {"Retry-After": str(decision.retry_after_seconds)},
+        )
+    proxy: McpProxy = request.app.state.mcp  # the process's pooled HTTP client for the tool servers
+    try:
+        response = await proxy.http.get(
+            f"{base}/places/{route}",
+            params=params,
+            headers={"Authorization": f"Bearer {mint_for(settings, Identity(user_id=user_id))}"},
+            timeout=settings.place_search_timeout_seconds,
+        )
+    except httpx.TimeoutException:
+        raise _unavailable(f"the {what} did not answer in time", 504) from None
+    except httpx.HTTPError as error:
+        log.warning("place index unreachable", extra={"route": route, "error": repr(error)})
+        raise _unavailable(f"the {what} is unavailable; retry shortly") from None
+    try:
+        body: Any = response.json()
+    except ValueError:
+        body = None
+    if response.status_code == 422:
+        # vector-tools' detail starts with the argument at fault: "bbox: south (10.0) must not ...".
+        detail = str((body.get("detail") if isinstance(body, dict) else None) or f"the {what} refused this request")
+        named = detail.partition(":")[0]
+        raise field_error(("query", named if named in params else next(iter(params))), detail)
+    if response.status_code != 200 or not isinstance(body, dict) or not isinstance(body.get(listed), list):
+        log.warning("place index failed", extra={"route": route, "status": response.status_code})
+        raise _unavailable(f"the {what} failed (HTTP {response.status_code}); retry shortly")
+    try:
+        return [item.model_validate(entry) for entry in body[listed][: params["limit"]]]
+    except ValidationError:
+        log.warning("place index answered items the gateway cannot read", extra={"route": route})
+        raise _unavailable(f"the {what} gave an answer the gateway cannot read; retry shortly") from None
 
 
 @router.get(
@@ -57,50 +123,63 @@ async def search(
     q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS, description="Words typed")],
     limit: Annotated[int, Query(ge=1, le=MAX_RESULTS, description="Most candidates returned")] = 5,
 ) -> PlaceResults:
-    settings = gateway.settings
     text = " ".join(q.split())
     if not text:
         raise _invalid("q must not be blank")
     if "\x00" in text:
         raise _invalid("q must not contain NUL characters")
-    base = settings.places_url
-    if base is None:
-        raise _unavailable("no place search is configured (GATEWAY_VECTOR_TOOLS_URL); retry later")
-    limiter = RateLimiter(gateway.redis, gateway.keys, settings.place_search_per_minute)
-    # "places <user>": a space never occurs in a user id, so this bucket is apart from the chat limits.
-    decision = await limiter.hit(f"places {user_id}")
-    if not decision.allowed:
-        raise ApiProblem(
-            429,
-            {"detail": f"more than {settings.place_search_per_minute} place searches a minute; retry later"},
-            {"Retry-After": str(decision.retry_after_seconds)},
-        )
-    proxy: McpProxy = request.app.state.mcp  # the process's pooled HTTP client for the tool servers
-    try:
-        response = await proxy.http.get(
-            f"{base}/places/search",
-            params={"q": text, "limit": limit},
-            headers={"Authorization": f"Bearer {mint_for(settings, Identity(user_id=user_id))}"},
-            timeout=settings.place_search_timeout_seconds,
-        )
-    except httpx.TimeoutException:
-        raise _unavailable("the place search did not answer in time", 504) from None
-    except httpx.HTTPError as error:
-        log.warning("place search unreachable", extra={"error": repr(error)})
-        raise _unavailable("the place search is unavailable; retry shortly") from None
-    try:
-        body: Any = response.json()
-    except ValueError:
-        body = None
-    if response.status_code == 422:
-        detail = body.get("detail") if isinstance(body, dict) else None
-        raise _invalid(str(detail or "the place search refused these words"))
-    if response.status_code != 200 or not isinstance(body, dict) or not isinstance(body.get("results"), list):
-        log.warning("place search failed", extra={"status": response.status_code})
-        raise _unavailable(f"the place search failed (HTTP {response.status_code}); retry shortly")
-    try:
-        results = [PlaceCandidate.model_validate(item) for item in body["results"][:limit]]
-    except ValidationError:
-        log.warning("place search answered candidates without name, kind or ref")
-        raise _unavailable("the place search gave an answer the gateway cannot read; retry shortly") from None
+    results = await _ask_vector_tools(
+        request,
+        gateway,
+        user_id,
+        "search",
+        {"q": text, "limit": limit},
+        "results",
+        PlaceCandidate,
+        what="place search",
+        per_minute=gateway.settings.place_search_per_minute,
+    )
     return PlaceResults(query=text, results=results)
+
+
+@router.get(
+    "/labels",
+    summary="City names for a map view: the most populous cities whose point lies in the box, largest first",
+    response_model=PlaceLabels,
+    response_model_exclude_none=True,
+    responses={
+        429: {"model": Problem, "description": "Too many requests this minute (Retry-After)"},
+        503: {"model": Problem, "description": "The city names are unavailable (Retry-After)"},
+        504: {"model": Problem, "description": "The city names did not come in time"},
+    },
+)
+async def labels(
+    request: Request,
+    gateway: GatewayDep,
+    user_id: UserId,
+    bbox: Annotated[
+        str,
+        Query(
+            min_length=1,
+            max_length=MAX_BBOX_CHARS,
+            description="west,south,east,north in degrees; west > east crosses the antimeridian",
+        ),
+    ],
+    limit: Annotated[int, Query(ge=1, le=MAX_LABELS, description="Most names returned")] = 100,
+) -> PlaceLabels:
+    try:
+        box = bbox_argument(bbox)
+    except ArgumentError as error:
+        raise field_error(("query", "bbox"), str(error)) from None
+    found = await _ask_vector_tools(
+        request,
+        gateway,
+        user_id,
+        "labels",
+        {"bbox": ",".join(str(value) for value in box), "limit": limit},
+        "labels",
+        PlaceLabel,
+        what="city name lookup",
+        per_minute=gateway.settings.place_labels_per_minute,
+    )
+    return PlaceLabels(bbox=list(box), labels=found)
