@@ -86,6 +86,7 @@ for (const { name, size } of VIEWPORTS) {
       await expect.poll(() => renderedCityNames(page)).toContain("Berlin");
       const [west, south, east, north] = gateway.labelRequests.at(-1)!.bbox;
       expect(west < 13.41 && 13.41 < east && south < 52.52 && 52.52 < north).toBe(true);
+      await shot(page, `city-label-${name}`);
 
       await box.fill("Qwerty");
       await expect(page.locator(".place-empty")).toHaveText("No place found");

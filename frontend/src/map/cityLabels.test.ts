@@ -105,7 +105,7 @@ describe("the city names layer of the offline maps", () => {
   });
 });
 
-type Listener = (event: { id?: string }) => void;
+type Listener = () => void;
 
 /** The part of a map the labels use, with a source that records what it is given. */
 class FakeMap implements LabelledMap {
@@ -113,7 +113,7 @@ class FakeMap implements LabelledMap {
   bounds: Box = [5, 45, 15, 55];
   hasSource = true;
   readonly data: FeatureCollection[] = [];
-  readonly images = new Map<string, { sdf: boolean }>();
+  readonly images = new Map<string, { sdf: boolean; pixelRatio: number }>();
   readonly listeners = new Map<string, Set<Listener>>();
 
   getZoom(): number {
@@ -127,7 +127,7 @@ class FakeMap implements LabelledMap {
     if (id !== CITY_LABELS_SOURCE || !this.hasSource) return undefined;
     return { setData: (data: FeatureCollection) => this.data.push(data) };
   }
-  addImage(id: string, _image: unknown, options: { sdf: boolean }): void {
+  addImage(id: string, _image: unknown, options: { sdf: boolean; pixelRatio: number }): void {
     this.images.set(id, options);
   }
   hasImage(id: string): boolean {
@@ -140,8 +140,8 @@ class FakeMap implements LabelledMap {
   off(type: string, listener: Listener): void {
     this.listeners.get(type)?.delete(listener);
   }
-  fire(type: string, event: { id?: string } = {}): void {
-    this.listeners.get(type)?.forEach((listener) => listener(event));
+  fire(type: string): void {
+    this.listeners.get(type)?.forEach((listener) => listener());
   }
   names(): string[][] {
     return this.data.map((fc) => fc.features.map((f) => f.properties!.name as string));
@@ -242,16 +242,15 @@ describe("following the view", () => {
     stop();
   });
 
-  it("gives a new style the names already known and the dot image it misses", async () => {
+  it("adds the dot before any name needs it, and gives a new style the dot and the names already known", async () => {
     const stop = followCityLabels(map, fetchLabels);
+    expect(map.images.get(CITY_DOT_IMAGE)).toMatchObject({ sdf: true, pixelRatio: 2 });
     await settle();
     asked[0].answer([BERLIN]);
     await settle(0);
-    map.fire("styleimagemissing", { id: "someone-elses" });
-    expect(map.images.size).toBe(0);
-    map.fire("styleimagemissing", { id: CITY_DOT_IMAGE });
-    expect(map.images.get(CITY_DOT_IMAGE)).toMatchObject({ sdf: true });
+    map.images.clear(); // a new style has only its own images
     map.fire("style.load");
+    expect(map.images.get(CITY_DOT_IMAGE)).toMatchObject({ sdf: true });
     expect(map.names()).toEqual([["Berlin"], ["Berlin"]]);
     await settle();
     expect(asked).toHaveLength(2);

@@ -78,8 +78,8 @@ export interface LabelledMap {
   getSource(id: string): unknown;
   addImage(id: string, image: { width: number; height: number; data: Uint8Array }, options: { sdf: boolean; pixelRatio: number }): unknown;
   hasImage(id: string): boolean;
-  on(type: "moveend" | "style.load" | "styleimagemissing", listener: (event: { id?: string }) => void): unknown;
-  off(type: "moveend" | "style.load" | "styleimagemissing", listener: (event: { id?: string }) => void): unknown;
+  on(type: "moveend" | "style.load", listener: () => void): unknown;
+  off(type: "moveend" | "style.load", listener: () => void): unknown;
 }
 
 export type FetchLabels = (bbox: Box, limit: number, signal: AbortSignal) => Promise<PlaceLabels>;
@@ -130,26 +130,26 @@ export function followCityLabels(map: LabelledMap, fetchLabels: FetchLabels, deb
     clearTimeout(timer);
     timer = setTimeout(refresh, debounceMs);
   };
-  // A new style starts with an empty source: give it the names already known, then ask again.
+  // The dot is added before any name needs it: an image added only when MapLibre reports it missing
+  // comes too late for the tile that asked, whose names are then drawn without their dot.
+  const addDot = () => {
+    if (!map.hasImage(CITY_DOT_IMAGE)) map.addImage(CITY_DOT_IMAGE, cityDotImage(), { sdf: true, pixelRatio: 2 });
+  };
+  // A new style starts without the image and with an empty source: give it both, then ask again.
   const restyled = () => {
+    addDot();
     if (shown.features.length) show(shown);
     schedule();
-  };
-  const missingImage = (event: { id?: string }) => {
-    if (event.id === CITY_DOT_IMAGE && !map.hasImage(CITY_DOT_IMAGE)) {
-      map.addImage(CITY_DOT_IMAGE, cityDotImage(), { sdf: true, pixelRatio: 2 });
-    }
   };
 
   map.on("moveend", schedule);
   map.on("style.load", restyled);
-  map.on("styleimagemissing", missingImage);
+  addDot();
   schedule();
   return () => {
     clearTimeout(timer);
     pending?.abort();
     map.off("moveend", schedule);
     map.off("style.load", restyled);
-    map.off("styleimagemissing", missingImage);
   };
 }
