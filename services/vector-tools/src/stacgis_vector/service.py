@@ -28,9 +28,9 @@ MAX_FEATURE_ID_CHARS = 100
 SUGGESTIONS = 3
 MAX_SIMPLIFY_DEGREES = 10.0
 RESULT_DECIMALS = 6
-# How a place search candidate matched, by store.rank_by_name's tier.
 # The dataset whose places name the map's points (GET /places/labels).
 LABEL_DATASET = "cities"
+# How a place search candidate matched, by store.rank_by_name's tier.
 PLACE_MATCHES = {store.NAME_TIER: "name", store.ALTERNATE_NAME_TIER: "alternate name", store.PREFIX_TIER: "name prefix"}
 
 
