@@ -763,3 +763,54 @@ async def test_an_answer_that_describes_a_call_instead_of_making_it_is_withdrawn
     ]
     assert [e.payload["toolName"] for e in events if e.name == "tool_start"] == ["query_raster_point"]
     assert terminal(events).proto.done.content == f"It is {truth}."
+
+
+@pytest.mark.asyncio
+async def test_an_answer_telling_how_to_make_a_call_already_made_gives_way_to_its_result(
+    places_orch: RunningService, model_url: str
+) -> None:
+    # Eval run 20: the series came back with its wettest month named, and the model answered with
+    # the call's arguments under "you can use the `query_scene_timeseries` function" (a name of its own).
+    box = [-84.0, 34.0, -78.0, 36.5]
+    asked = {
+        "collection_id": "bcsd-1999-scenes",
+        "expression": "precipitation",
+        "bbox": box,
+        "start": "1999-01",
+        "end": "1999-12",
+    }
+    advice = (
+        "To find the month of 1999 with the highest mean precipitation inside the box, you can use the "
+        f"`query_scene_timeseries` function with the following arguments:\n```json\n{json.dumps(asked)}\n```"
+    )
+    message = "Which month of 1999 had the highest mean precipitation inside the box -84, 34, -78, 36.5?"
+    for answers_after_being_told in (True, False):
+        tag = uuid.uuid4().hex[:8]
+        rules = [
+            {
+                "name": "call",
+                "match": {"last_user": tag, "step": 0},
+                "tool_calls": [{"name": "query_scene_timeseries", "arguments": asked}],
+            },
+            {"name": "advice", "match": {"last_user": tag, "step": 1}, "content": advice},
+        ]
+        if answers_after_being_told:
+            rules.insert(
+                0,
+                {
+                    "name": "told",
+                    "match": {"last_user": "you already called it"},
+                    "content": "September: {{tool:get_scene_timeseries:summary.text}}",
+                },
+            )
+        else:
+            rules.insert(0, {"name": "again", "match": {"last_user": "you already called it"}, "content": advice})
+        await set_rules(model_url, *rules)
+        events = await run_events(places_orch.url, {"message": f"{message} [{tag}]"}, timeout=120)
+        done = terminal(events).proto.done
+        series = json.loads(payload(events, "tool_result")["result"])
+        wettest = series["summary"]["max"]["date"][:7]
+        assert "you can use" not in done.content and "```" not in done.content
+        assert wettest in done.content  # the month, from the result itself
+        if answers_after_being_told:
+            assert done.content.startswith("September: ")

@@ -31,6 +31,7 @@ from .prompts import (
     FORCE_ANSWER_AGAIN,
     KNOWLEDGE_ANSWER,
     NO_DATA_ANSWER,
+    READ_THE_RESULT,
     UNGROUNDED_DRAFT,
     UNSTATED_CLASS,
     passages_answer,
@@ -244,6 +245,21 @@ class AgentRun:
                     correction = DESCRIBED_CALL.format(tools=names, question=self.run.message)
                     self._withdraw_draft(f"the answer describes a call to {names}", memory, visible, correction)
                     continue
+                if self._advises_its_own_call(visible):
+                    if not forced and not self.failure_retried:
+                        self.failure_retried = True
+                        correction = READ_THE_RESULT.format(question=self.run.message)
+                        self._withdraw_draft(
+                            "the answer tells how to make a call already made", memory, visible, correction
+                        )
+                        continue
+                    # Told once, it did so again: the results themselves say more than instructions.
+                    summary = results_summary(
+                        [(r.tool_name, r.text) for r in self.found.tool_texts], self.settings.max_tool_result_chars
+                    )
+                    visible = self.answer.replace(
+                        summary, "the answer told how to call a tool, not its result", whole=True
+                    )
                 if (self.draft_withdrawn or final_step) and self._guessed(visible):
                     visible = self.answer.replace(NO_DATA_ANSWER, "no tool result gave its numbers", whole=True)
                 elif (self.draft_withdrawn or final_step or self._shows_a_call(visible)) and (
@@ -353,6 +369,14 @@ class AgentRun:
         if any(_names(draft, name) for name in self.found.called - {KNOWLEDGE_TOOL}):
             return True
         return any(re.search(rf"(?<![\w-]){re.escape(tool.name)}\s*\(", draft) for tool in self.deps.catalog.all())
+
+    def _advises_its_own_call(self, draft: str) -> bool:
+        """A draft telling the user to call a tool ("you can use the `query_scene_timeseries` function
+        with ...") that this run already called with a result: the answer is in that result (eval run
+        20, scenes-wettest-month-box). A concept question's answer is left to `_shows_a_call`."""
+        if not self.found.tool_texts or self.found.concept_searched or not ADVICE.search(draft):
+            return False
+        return any(_names(draft, name) for name in self.found.called)
 
     def _described_tools(self, draft: str, offered: list[ToolSpec]) -> list[str]:
         """Offered tools the draft names that this run never called: an answer naming a tool it never

@@ -81,6 +81,13 @@ DESCRIBED_CALL = (
     "Do not tell me which tool to use: call {tools} yourself now, with the arguments you described, "
     "and answer from its result. My question was: {question}"
 )
+# Sent (as the user's words) when the answer tells the user how to call a tool the model has already
+# called, whose result is above: asked which month was wettest, the model got the series (its
+# summary naming 1999-09) and answered with the call's arguments as JSON (eval run 20).
+READ_THE_RESULT = (
+    "Do not tell me how to call a tool: you already called it, and its result is above. Answer my question "
+    "from that result now, with the values and dates it gives. My question was: {question}"
+)
 # Shown instead of an answer whose numbers nothing could support: no tool result of the run or of
 # the conversation, and no memory, holds a number, so any the model wrote is a guess.
 NO_DATA_ANSWER = (

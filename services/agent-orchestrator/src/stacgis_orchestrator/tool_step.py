@@ -66,6 +66,8 @@ class ToolStep:
     async def act(self, calls: list[ToolCall], offered: list[ToolSpec]) -> list[Message]:
         """Run one step's tool calls; returns their tool messages in call order."""
         found = self.found
+        # The names the model wrote (it may name one in its answer) and the tools they run as.
+        found.called.update(call.name for call in calls)
         calls = [self._settle_question(self._misnamed(call, offered)) for call in calls]
         found.called.update(call.name for call in calls)
         data_calls = [c for c in calls if "collection_id" in c.arguments or "collection_ids" in c.arguments]
