@@ -11,6 +11,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from orchestrator_helpers import content, model_requests, run_events, set_rules, terminal
@@ -256,12 +257,21 @@ async def test_a_data_tool_called_after_a_concept_search_is_not_run_and_the_mode
     assert refused["toolName"] == "compute_zonal_stats" and refused["kind"] == "not_needed"
     assert terminal(events).proto.done.content == "Cells count by coverage."
 
-    # Eval run 19: refused, the model described the call it wanted in prose; the user reads the passages.
-    tag = uuid.uuid4().hex[:8]
-    described = (
+    # Eval runs 19 and 20: refused, the model described the call it wanted in prose, or answered about
+    # that call's place; the user reads the passages.
+    for described in (
         "To find zonal statistics for Luxembourg you would use compute_zonal_stats with the collection "
-        "lux-dem and the place Luxembourg; it returns the mean, minimum and maximum."
-    )
+        "lux-dem and the place Luxembourg; it returns the mean, minimum and maximum.",
+        "The zonal statistics for the Luxembourg DEM, using the specified polygon as the zone, include the "
+        "mean, standard deviation, min, max, percentiles, and valid fraction for the specified band.",
+    ):
+        await _refused_demo_gives_way_to_the_passages(real_orch, model_url, demo, described)
+
+
+async def _refused_demo_gives_way_to_the_passages(
+    real_orch: RunningService, model_url: str, demo: dict[str, Any], described: str
+) -> None:
+    tag = uuid.uuid4().hex[:8]
     await set_rules(
         model_url,
         {"name": "demo", "match": {"last_user": tag, "step": 1}, "tool_calls": [demo]},
@@ -275,7 +285,7 @@ async def test_a_data_tool_called_after_a_concept_search_is_not_run_and_the_mode
     events = await run_events(real_orch.url, {"message": question}, timeout=120)
     done = terminal(events).proto.done
     passages = json.loads(next(e for e in events if e.name == "tool_result").payload["result"])["results"]
-    assert "lux-dem" not in done.content and "you would use" not in done.content
+    assert described not in done.content
     assert done.content.startswith(PASSAGES_HEADER)
     assert passages[0]["chunk"].split(".")[0] in done.content
 

@@ -362,12 +362,18 @@ class AgentRun:
         """A concept question's draft written as a tool call ("call `compute_zonal_stats(collection_id=
         ...)`"): asked what zonal statistics are and how border cells count, the 1.5B model showed a
         call on Luxembourg and never said what the passages say (eval run 18, knowledge-zonal). Or one
-        naming a data tool the model called and was refused: told that call was not needed, it described
-        the call in prose instead (eval run 19, knowledge-zonal)."""
+        about a data call the model made and was refused: told the call was not needed, it described it
+        in prose (eval run 19) or gave "the zonal statistics for the Luxembourg DEM" (eval run 20): the
+        draft names the tool, or a place or collection of that call's that the question does not."""
         if not self.found.concept_searched:
             return False
         if any(_names(draft, name) for name in self.found.called - {KNOWLEDGE_TOOL}):
             return True
+        asked = self.run.message.lower()
+        for call in self.found.not_needed:
+            values = [v for v in call.arguments.values() if isinstance(v, str) and len(v) > 2]
+            if any(v.lower() not in asked and v.lower() in draft.lower() for v in values):
+                return True
         return any(re.search(rf"(?<![\w-]){re.escape(tool.name)}\s*\(", draft) for tool in self.deps.catalog.all())
 
     def _advises_its_own_call(self, draft: str) -> bool:

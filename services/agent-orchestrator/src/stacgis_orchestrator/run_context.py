@@ -131,6 +131,8 @@ class RunFindings:
     catalog_text: str = ""
     # Set when the run began with a knowledge search for a concept question: the passages answer it.
     concept_searched: bool = False
+    # Data tool calls of a concept question, refused as not needed (the model wanted a demonstration).
+    not_needed: list[ToolCall] = field(default_factory=list)
     # Set once a call asked for raster data (a collection_id), whether or not it succeeded.
     data_asked: bool = False
     # Places of this run's calls that the question names, with what the catalogue lacks there.

@@ -214,6 +214,7 @@ class ToolStep:
             prepared.error = CONCEPT_ANSWER.format(name=tool.name)
             prepared.error_kind = "not_needed"
             self.found.force_answer = True
+            self.found.not_needed.append(call)
             return prepared
         if prepared.error is None and self.settings.premise_check:
             # A collection that holds none of the variables asked for, where several others do (one
