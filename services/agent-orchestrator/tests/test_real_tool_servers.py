@@ -259,22 +259,40 @@ async def test_a_data_tool_called_after_a_concept_search_is_not_run_and_the_mode
 
     # Eval runs 19 and 20: refused, the model described the call it wanted in prose, or answered about
     # that call's place; the user reads the passages.
-    for described in (
+    await _refused_demo_gives_way_to_the_passages(
+        real_orch,
+        model_url,
+        demo,
         "To find zonal statistics for Luxembourg you would use compute_zonal_stats with the collection "
         "lux-dem and the place Luxembourg; it returns the mean, minimum and maximum.",
+    )
+    # Run 20's call: a geometry beside the place (the place is then dropped) and text before the call.
+    square = [[[5.123, 49.999], [5.123, 50.001], [5.125, 50.001], [5.125, 49.999], [5.123, 49.999]]]
+    run20 = {
+        "name": "compute_zonal_stats",
+        "arguments": {
+            "place": "Luxembourg",
+            "geometry": {"type": "Polygon", "coordinates": square},
+            "collection_id": "luxembourg-dem",
+        },
+    }
+    await _refused_demo_gives_way_to_the_passages(
+        real_orch,
+        model_url,
+        run20,
         "The zonal statistics for the Luxembourg DEM, using the specified polygon as the zone, include the "
         "mean, standard deviation, min, max, percentiles, and valid fraction for the specified band.",
-    ):
-        await _refused_demo_gives_way_to_the_passages(real_orch, model_url, demo, described)
+        "To compute zonal statistics, you can use the `compute_zonal_stats` function, e.g. for the Luxembourg DEM:",
+    )
 
 
 async def _refused_demo_gives_way_to_the_passages(
-    real_orch: RunningService, model_url: str, demo: dict[str, Any], described: str
+    real_orch: RunningService, model_url: str, demo: dict[str, Any], described: str, before: str = ""
 ) -> None:
     tag = uuid.uuid4().hex[:8]
     await set_rules(
         model_url,
-        {"name": "demo", "match": {"last_user": tag, "step": 1}, "tool_calls": [demo]},
+        {"name": "demo", "match": {"last_user": tag, "step": 1}, "content": before, "tool_calls": [demo]},
         {
             "name": "describes",
             "match": {"any_message": "not run: this is a question about a concept"},

@@ -369,10 +369,10 @@ class AgentRun:
             return False
         if any(_names(draft, name) for name in self.found.called - {KNOWLEDGE_TOOL}):
             return True
-        asked = self.run.message.lower()
+        asked, written = _plain(self.run.message), _plain(draft)
         for call in self.found.not_needed:
-            values = [v for v in call.arguments.values() if isinstance(v, str) and len(v) > 2]
-            if any(v.lower() not in asked and v.lower() in draft.lower() for v in values):
+            values = [_plain(v) for v in call.arguments.values() if isinstance(v, str) and len(v) > 2]
+            if any(v not in asked and v in written for v in values):
                 return True
         return any(re.search(rf"(?<![\w-]){re.escape(tool.name)}\s*\(", draft) for tool in self.deps.catalog.all())
 
@@ -482,6 +482,11 @@ class AgentRun:
         except Exception:
             log.warning("context resources unavailable", exc_info=True)
             return {}
+
+
+def _plain(text: str) -> str:
+    """Lower case with `-` and `_` as spaces: "luxembourg-dem" is "the Luxembourg DEM" of an answer."""
+    return text.lower().replace("-", " ").replace("_", " ")
 
 
 def _names(text: str, name: str) -> bool:

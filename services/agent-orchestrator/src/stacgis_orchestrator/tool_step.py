@@ -62,11 +62,13 @@ class ToolStep:
         self.found = context.found
         # Calls run in this run, by name and arguments, to catch repeats.
         self.seen_calls: dict[str, str] = {}
+        self.written: dict[str, ToolCall] = {}
 
     async def act(self, calls: list[ToolCall], offered: list[ToolSpec]) -> list[Message]:
         """Run one step's tool calls; returns their tool messages in call order."""
         found = self.found
-        # The names the model wrote (it may name one in its answer) and the tools they run as.
+        # The calls as the model wrote them (it may name one, or its place, in its answer).
+        self.written.update({call.id: call for call in calls})
         found.called.update(call.name for call in calls)
         calls = [self._settle_question(self._misnamed(call, offered)) for call in calls]
         found.called.update(call.name for call in calls)
@@ -214,7 +216,7 @@ class ToolStep:
             prepared.error = CONCEPT_ANSWER.format(name=tool.name)
             prepared.error_kind = "not_needed"
             self.found.force_answer = True
-            self.found.not_needed.append(call)
+            self.found.not_needed.append(self.written.get(call.id, call))
             return prepared
         if prepared.error is None and self.settings.premise_check:
             # A collection that holds none of the variables asked for, where several others do (one
