@@ -30,9 +30,9 @@ import numpy as np
 
 from stacgis_common.db import create_pool
 from stacgis_common.embeddings import EmbeddingsClient
+from stacgis_common.packages import PackageCache
 from stacgis_common.testing import free_port, run_service
 from stacgis_vector.loader.datasets import LoadOptions, cities
-from stacgis_vector.loader.sources import PackageCache
 
 ROOT = Path(__file__).resolve().parents[2]
 ADMIN_DSN = os.environ.get("STACGIS_BENCH_PG_DSN", "postgresql://stacgis:stacgis@127.0.0.1:55432/stacgis")

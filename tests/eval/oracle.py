@@ -197,8 +197,8 @@ class Places:
 
     def _records(self, dataset: str) -> list[Any]:
         if dataset not in self._datasets:
+            from stacgis_common.packages import FetchError, PackageCache
             from stacgis_vector.loader.datasets import DATASETS, LoadOptions
-            from stacgis_vector.loader.sources import FetchError, PackageCache
 
             if dataset not in DATASETS:
                 raise OracleError(f"unknown vector dataset {dataset!r} (known: {sorted(DATASETS)})")
