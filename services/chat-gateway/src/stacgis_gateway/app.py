@@ -40,7 +40,7 @@ from .ratelimit import RateLimiter
 from .runs import RunManager
 from .runstore import RunStore
 from .sessions import SessionService
-from .store import HistoryStore
+from .store import POSTGRES_UNREACHABLE, HistoryStore
 from .streaming import MAX_BLOCK_SECONDS
 from .tokens import TokenStore
 
@@ -226,9 +226,7 @@ def create_app(settings: GatewaySettings) -> FastAPI:
     unavailable: tuple[type[Exception], ...] = (
         redis.exceptions.ConnectionError,
         redis.exceptions.TimeoutError,
-        asyncpg.PostgresConnectionError,
-        asyncpg.InterfaceError,
-        asyncpg.exceptions.OperatorInterventionError,  # cannot connect now, admin or crash shutdown
+        *POSTGRES_UNREACHABLE,
         ConnectionError,
     )
     for kind in unavailable:

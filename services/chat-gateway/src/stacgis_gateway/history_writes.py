@@ -15,28 +15,18 @@ import time
 from datetime import datetime
 from typing import Any, Literal
 
-import asyncpg
 import redis.exceptions
 from redis.asyncio import Redis
 
 from .keys import RedisKeys
 from .messages import ChatMessage
 from .metrics import HISTORY_WRITES
-from .store import HistoryStore, RunRecord
+from .store import POSTGRES_UNREACHABLE, HistoryStore, RunRecord
 
 log = logging.getLogger(__name__)
 
 # Errors that mean "Postgres cannot be reached right now" (worth retrying), not "this write is wrong".
-POSTGRES_DOWN: tuple[type[BaseException], ...] = (
-    OSError,
-    TimeoutError,
-    asyncpg.PostgresConnectionError,
-    asyncpg.InterfaceError,
-    asyncpg.exceptions.OperatorInterventionError,
-    # A pooled connection left mid-operation when Postgres died under it ("cannot switch to state
-    # 15; another operation is in progress"): seen under SIGKILL of Postgres; the retry gets another.
-    asyncpg.exceptions.InternalClientError,
-)
+POSTGRES_DOWN: tuple[type[BaseException], ...] = (OSError, TimeoutError, *POSTGRES_UNREACHABLE)
 FIRST_DELAY_SECONDS = 0.2
 MAX_DELAY_SECONDS = 2.0
 # One attempt may not hang on a connect to an unreachable host for asyncpg's default minute.

@@ -15,6 +15,16 @@ from stacgis_common.db import apply_migrations, create_pool
 
 from .messages import ChatMessage
 
+# Errors meaning "Postgres cannot be reached right now", not "this statement is wrong".
+POSTGRES_UNREACHABLE: tuple[type[Exception], ...] = (
+    asyncpg.PostgresConnectionError,
+    asyncpg.InterfaceError,
+    asyncpg.exceptions.OperatorInterventionError,  # cannot connect now, admin or crash shutdown
+    # A pooled connection left mid-operation when Postgres died under it ("cannot switch to state
+    # 11; another operation is in progress"): seen under SIGKILL of Postgres.
+    asyncpg.exceptions.InternalClientError,
+)
+
 SCHEMA = "gateway"
 MIGRATIONS = Path(__file__).parent / "migrations"
 
