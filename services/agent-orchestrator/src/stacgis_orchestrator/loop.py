@@ -254,11 +254,8 @@ class AgentRun:
                         )
                         continue
                     # Told once, it did so again: the results themselves say more than instructions.
-                    summary = results_summary(
-                        [(r.tool_name, r.text) for r in self.found.tool_texts], self.settings.max_tool_result_chars
-                    )
                     visible = self.answer.replace(
-                        summary, "the answer told how to call a tool, not its result", whole=True
+                        self._results_summary(), "the answer told how to call a tool, not its result", whole=True
                     )
                 if (self.draft_withdrawn or final_step) and self._guessed(visible):
                     visible = self.answer.replace(NO_DATA_ANSWER, "no tool result gave its numbers", whole=True)
@@ -268,9 +265,7 @@ class AgentRun:
                     visible = self.answer.replace(passages, "the draft did not answer from the passages", whole=True)
                 if not visible.strip():
                     if self.found.tool_texts:
-                        fallback = results_summary(
-                            [(r.tool_name, r.text) for r in self.found.tool_texts], self.settings.max_tool_result_chars
-                        )
+                        fallback = self._results_summary()
                     elif final_step and turn.tool_calls:
                         fallback = f"I could not finish within the budget of {self.run.max_steps} steps."
                     else:
@@ -375,6 +370,11 @@ class AgentRun:
             if any(v not in asked and v in written for v in values):
                 return True
         return any(re.search(rf"(?<![\w-]){re.escape(tool.name)}\s*\(", draft) for tool in self.deps.catalog.all())
+
+    def _results_summary(self) -> str:
+        """This run's tool results, shaped short: what the user reads when no answer stands."""
+        results = [(r.tool_name, r.text) for r in self.found.tool_texts]
+        return results_summary(results, self.settings.max_tool_result_chars)
 
     def _advises_its_own_call(self, draft: str) -> bool:
         """A draft telling the user to call a tool ("you can use the `query_scene_timeseries` function
