@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from stacgis_common.auth import mint_internal_token
+from stacgis_common.auth import Identity, mint_for
 
 from .config import GatewaySettings
 from .contract import InvalidEvent, RunSummary, event_json, parse_event, run_request
@@ -122,13 +122,7 @@ class RunManager:
         keeper = asyncio.create_task(self._keep_alive(spec, state, task))
         state.writer = EventWriter(self._runs, run_id)
         try:
-            token = mint_internal_token(
-                self._settings.internal_token_secret.get_secret_value(),
-                spec.user_id,
-                spec.session.id,
-                self._settings.internal_token_ttl_seconds,
-                self._settings.internal_token_audience,
-            )
+            token = mint_for(self._settings, Identity(user_id=spec.user_id, session_id=spec.session.id))
             request = run_request(
                 spec.run_id, spec.session.id, spec.message, spec.session.history, spec.spatial_context, spec.model
             )

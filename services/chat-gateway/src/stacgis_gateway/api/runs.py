@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Path, Query
 from sse_starlette import EventSourceResponse
 
-from stacgis_common.auth import mint_internal_token
+from stacgis_common.auth import Identity, mint_for
 
 from ..deps import Gateway, GatewayDep, UserId
 from ..metrics import RESUMES
@@ -36,14 +36,7 @@ async def _owned_run(gateway: Gateway, run_id: str, user_id: str) -> RunMeta:
 
 
 def _token(gateway: Gateway, user_id: str, session_id: str | None) -> str:
-    settings = gateway.settings
-    return mint_internal_token(
-        settings.internal_token_secret.get_secret_value(),
-        user_id,
-        session_id,
-        settings.internal_token_ttl_seconds,
-        settings.internal_token_audience,
-    )
+    return mint_for(gateway.settings, Identity(user_id=user_id, session_id=session_id))
 
 
 @router.get(
