@@ -34,6 +34,16 @@ class Filters:
     box: QueryBox | None
 
 
+def _any_part(box: QueryBox, params: list[Any], *conditions: str) -> tuple[str, ...]:
+    """Each condition ORed over the box's parts (two when it crosses the antimeridian), `{part}` standing
+    for the part's parameter; each part is appended to `params` once, whatever the number of conditions."""
+    refs = []
+    for part in box.pg_boxes():
+        params.append(part)
+        refs.append(f"${len(params)}")
+    return tuple("(" + " OR ".join(condition.format(part=ref) for ref in refs) + ")" for condition in conditions)
+
+
 def _where(filters: Filters, params: list[Any]) -> str:
     """SQL conditions for the optional dataset and box filters, appending their parameters."""
     conditions = []
@@ -41,11 +51,7 @@ def _where(filters: Filters, params: list[Any]) -> str:
         params.append(filters.dataset)
         conditions.append(f"dataset = ${len(params)}")
     if filters.box is not None:
-        overlaps = []
-        for box in filters.box.pg_boxes():
-            params.append(box)
-            overlaps.append(f"bbox && ${len(params)}")
-        conditions.append("(" + " OR ".join(overlaps) + ")")
+        conditions.extend(_any_part(filters.box, params, "bbox && {part}"))
     return " AND ".join(conditions) if conditions else "true"
 
 
@@ -171,15 +177,11 @@ async def box_candidates(pool: asyncpg.Pool, dataset: str, box: QueryBox) -> lis
     exact test, so only their geometry is fetched.
     """
     params: list[Any] = [dataset]
-    overlaps, inside = [], []
-    for part in box.pg_boxes():
-        params.append(part)
-        overlaps.append(f"bbox && ${len(params)}")
-        inside.append(f"bbox <@ ${len(params)}")
+    overlaps, inside = _any_part(box, params, "bbox && {part}", "bbox <@ {part}")
     rows: list[asyncpg.Record] = await pool.fetch(
-        f"SELECT id, ({' OR '.join(inside)}) AS inside,"
-        f" CASE WHEN {' OR '.join(inside)} THEN NULL ELSE geometry::text END AS geometry_json"
-        f" FROM {SCHEMA}.features WHERE dataset = $1 AND ({' OR '.join(overlaps)})"
+        f"SELECT id, {inside} AS inside,"
+        f" CASE WHEN {inside} THEN NULL ELSE geometry::text END AS geometry_json"
+        f" FROM {SCHEMA}.features WHERE dataset = $1 AND {overlaps}"
         f" ORDER BY population DESC NULLS LAST, name, id",
         *params,
     )
@@ -190,13 +192,10 @@ async def most_populous_in(pool: asyncpg.Pool, dataset: str, box: QueryBox, limi
     """The `limit` most populous features whose anchor lies in the box (a map's place names). `bbox &&`
     lets the GiST index find the candidates; the anchor test keeps areas whose point is outside."""
     params: list[Any] = [dataset, limit]
-    inside = []
-    for part in box.pg_boxes():
-        params.append(part)
-        inside.append(f"(bbox && ${len(params)}::box AND point(anchor_lon, anchor_lat) <@ ${len(params)}::box)")
+    (inside,) = _any_part(box, params, "(bbox && {part}::box AND point(anchor_lon, anchor_lat) <@ {part}::box)")
     rows: list[asyncpg.Record] = await pool.fetch(
         f"SELECT id, name, population, anchor_lon, anchor_lat, properties->>'country' AS country"
-        f" FROM {SCHEMA}.features WHERE dataset = $1 AND ({' OR '.join(inside)})"
+        f" FROM {SCHEMA}.features WHERE dataset = $1 AND {inside}"
         f" ORDER BY population DESC NULLS LAST, name, id LIMIT $2",
         *params,
     )
@@ -279,13 +278,10 @@ async def name_matches(pool: asyncpg.Pool, normalized: str, dataset: str | None,
 async def candidates_with_geometry(pool: asyncpg.Pool, dataset: str, box: QueryBox) -> list[asyncpg.Record]:
     """Features whose bbox overlaps the box, each with its geometry (for an exact test against a shape)."""
     params: list[Any] = [dataset]
-    overlaps = []
-    for part in box.pg_boxes():
-        params.append(part)
-        overlaps.append(f"bbox && ${len(params)}")
+    (overlaps,) = _any_part(box, params, "bbox && {part}")
     rows: list[asyncpg.Record] = await pool.fetch(
         f"SELECT id, geometry::text AS geometry_json FROM {SCHEMA}.features"
-        f" WHERE dataset = $1 AND ({' OR '.join(overlaps)}) ORDER BY population DESC NULLS LAST, name, id",
+        f" WHERE dataset = $1 AND {overlaps} ORDER BY population DESC NULLS LAST, name, id",
         *params,
     )
     return rows
