@@ -89,14 +89,16 @@ if [ -f dev/model-server/requirements-nodeps.txt ]; then
   long "embedded model file" -- .venv/bin/python -m stacgis_model_server.model_file
 fi
 
-for folder in proto frontend; do
+# tests/chart/crd-models: the custom resources' schemas the chart tests validate against.
+for folder in proto frontend tests/chart/crd-models; do
   if [ -f "$folder/package-lock.json" ]; then
     lock_hash=$(sha256sum "$folder/package-lock.json" | cut -c1-16)
-    if [ ! -f "$STAMPS/npm-$folder-$lock_hash" ] || [ ! -d "$folder/node_modules" ]; then
+    stamp="npm-${folder//\//-}"
+    if [ ! -f "$STAMPS/$stamp-$lock_hash" ] || [ ! -d "$folder/node_modules" ]; then
       say "installing npm packages in $folder/"
       (cd "$folder" && long "npm ci in $folder/" -- npm ci --no-audit --no-fund --loglevel=error)
-      rm -f "$STAMPS"/npm-"$folder"-*
-      touch "$STAMPS/npm-$folder-$lock_hash"
+      rm -f "$STAMPS/$stamp"-*
+      touch "$STAMPS/$stamp-$lock_hash"
     fi
   fi
 done
