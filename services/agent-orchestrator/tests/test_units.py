@@ -4,6 +4,9 @@ argument validation, memory, the context guard, the breaker, charts and prompt p
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -89,6 +92,29 @@ def test_json_looking_answers_are_held_until_the_end() -> None:
 def test_other_text_tool_call_dialects_are_understood(text: str) -> None:
     calls = parse_json_answer(text, {"list_raster_collections"})
     assert [c.name for c in calls] == ["list_raster_collections"]
+
+
+def test_a_call_in_tools_tags_with_a_bracket_too_many_is_still_a_call() -> None:
+    # As the embedded model wrote it (eval run 23, jacksboro-min-box): JSON inside <tools>, with the
+    # polygon's coordinates closed by one bracket too many. Unparsed, the whole call was the answer.
+    written = (
+        '<tools>\n{"name": "compute_zonal_stats", "arguments": {"collection_id": "jacksboro-dem", '
+        '"geometry": {"type": "Polygon", "coordinates": [[-84.35, 36.5], [-84.15, 36.5], [-84.15, 36.7], '
+        '[-84.35, 36.7], [-84.35, 36.5]]], "bbox": [-84.35, 36.5, -84.15, 36.7]}}\n</tools>'
+    )
+    visible, _, content_filter = run_filter(chunks_of(written, 7), detect=True)
+    assert visible == ""
+    calls = parse_json_answer(content_filter.held_text(), {"compute_zonal_stats"})
+    assert [c.name for c in calls] == ["compute_zonal_stats"]
+    assert calls[0].arguments["collection_id"] == "jacksboro-dem"
+    assert calls[0].arguments["geometry"]["coordinates"][0] == [-84.35, 36.5]
+    assert calls[0].arguments_error is None
+    # A missing closing brace at the end, the other slip seen from small models.
+    missing = '{"name": "get_raster_info", "arguments": {"collection_id": "lux-dem"}'
+    assert [c.arguments for c in parse_json_answer(missing, {"get_raster_info"})] == [{"collection_id": "lux-dem"}]
+    # Repair never turns prose or an unknown name into a call.
+    assert parse_json_answer('{"name": "Jacksboro", "arguments": {"x": [1, 2]]}', {"compute_zonal_stats"}) == []
+    assert parse_json_answer("<tools>The lowest elevation is 256 m.</tools>", {"compute_zonal_stats"}) == []
 
 
 def test_json_with_an_unknown_name_is_not_a_tool_call_and_bad_arguments_are_flagged() -> None:
@@ -417,6 +443,13 @@ def test_map_style_urls_pass_only_for_the_hosts_a_deployment_allows() -> None:
         with pytest.raises(FrontendToolError, match="is not allowed"):
             prepare_frontend_command("set_map_style", {"style": url}, allowed)
     assert prepare_frontend_command("set_map_style", {"style": "satellite"}).arguments == {"style": "satellite"}
+
+
+def test_the_browser_knows_every_frontend_tool_by_the_orchestrator_s_names() -> None:
+    """The browser's list (whose names its handler table must cover) is generated from FRONTEND_TOOLS."""
+    generator = Path(__file__).resolve().parents[3] / "scripts" / "gen_frontend_tools.py"
+    result = subprocess.run([sys.executable, str(generator), "--check"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
 
 
 def test_a_scene_layer_carries_the_expression_and_period_to_the_browser() -> None:

@@ -4,7 +4,9 @@ Understood forms: `<tool_call>{"name": .., "arguments": {..}}</tool_call>` (Herm
 an answer that is only a JSON object or list of them (optionally in a ```json fence), Mistral's
 `[TOOL_CALLS] [...]`, the OpenAI shape `{"function": {"name": .., "arguments": ".."}}`, and the
 XML-like form a small model borrows from its tool list:
-`<tools><function name="zoom_to_location" arguments='{"place": "Tokyo"}'/></tools>`.
+`<tools><function name="zoom_to_location" arguments='{"place": "Tokyo"}'/></tools>`, or JSON in
+`<tools>`. JSON a small model got slightly wrong (a bracket too many, a missing closing brace) is
+repaired with `json_repair`; whether it is a call is still decided by the tool name.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
+
+from json_repair import repair_json
 
 from .types import ToolCall, ToolSpec, new_call_id
 
@@ -21,6 +25,8 @@ XML_CALL = re.compile(
     r"""<function\s+name=["']([\w.-]+)["']\s*(?:arguments=(?:'(.*?)'|"(.*?)")\s*/>|>(.*?)</function>)""", re.DOTALL
 )
 XML_WRAPPER = re.compile(r"^(?:<tools>)?(?P<body>.*?)(?:</tools>)?$", re.DOTALL)
+# JSON wrapped in the tag of the model's tool list: `<tools>{"name": .., "arguments": {..}}</tools>`.
+JSON_IN_TOOLS = re.compile(r"^<tools>\s*(?P<body>[{\[].*?)\s*(?:</tools>)?$", re.DOTALL)
 
 
 def _load(text: str) -> Any:
@@ -30,6 +36,9 @@ def _load(text: str) -> Any:
         text = fenced.group(1).strip()
     if text.startswith("[TOOL_CALLS]"):
         text = text.removeprefix("[TOOL_CALLS]").strip()
+    wrapped = JSON_IN_TOOLS.match(text)
+    if wrapped:
+        text = wrapped.group("body")
     try:
         return json.loads(text)
     except ValueError:
@@ -44,6 +53,11 @@ def _load(text: str) -> Any:
         except ValueError:
             return None
         return value if not text[end:].strip("} \n") else None
+    if text.startswith(("{", "[")):
+        # Eval run 23: `"coordinates": [[..], .., [..]]]` (a bracket too many) made a whole call
+        # the answer, so the user read its arguments instead of the result.
+        repaired = repair_json(text, return_objects=True, skip_json_loads=True)
+        return repaired if isinstance(repaired, dict | list) and repaired else None
     return None
 
 
