@@ -186,6 +186,7 @@ CONSTRAINTS: dict[str, Schema] = {
     "gateway.auth.trustedProxies": {"items": {"type": "string", "pattern": r"^[0-9A-Fa-f:.]+/[0-9]{1,3}$"}},
     "gateway.bodyReadTimeoutSeconds": {"exclusiveMinimum": 0},
     "gateway.bodyDeadlineSeconds": {"exclusiveMinimum": 0},
+    "ingress.clientTimeouts.seconds": {"minimum": 1, "maximum": 3600},
     "rasterTools.publicBaseUrl": {"pattern": r"^(https?://[^\s/]+)?$"},
     "rasterTools.trustedProxies": {"items": {"type": "string", "pattern": r"^[0-9A-Fa-f:.]+/[0-9]{1,3}$"}},
     "*.port": {"minimum": 1, "maximum": 65535},
