@@ -14,7 +14,7 @@ import rasterio
 from raster_test_helpers import CACHE_DIR, DATA_DIR, STARS, cog, source_file
 from rio_cogeo.cogeo import cog_validate
 
-from stacgis_raster.demo_data.datasets import read_class_table
+from stacgis_raster.demo_data.loaders import read_class_table
 
 
 def test_every_item_is_a_valid_cog_with_projection_and_raster_fields(demo_data: Path) -> None:

@@ -9,8 +9,9 @@ from typing import Any
 
 from stacgis_common.packages import PackageCache
 from stacgis_raster.demo_data.cog import is_complete_cog, write_cog
-from stacgis_raster.demo_data.datasets import DatasetBuilder
-from stacgis_raster.demo_data.scenes import climate_cube, climate_tiles, climate_zarr, landsat_tiles
+from stacgis_raster.demo_data.cubes import climate_cube, climate_zarr
+from stacgis_raster.demo_data.dataset_builder import collection_specs
+from stacgis_raster.demo_data.scenes import climate_tiles, landsat_tiles
 from stacgis_raster.demo_data.sources import ALL_PACKAGES
 from stacgis_raster.demo_data.stac_build import write_catalog
 
@@ -37,7 +38,7 @@ def build(cache_dir: Path, stac_dir: Path, *, offline: bool = False) -> dict[str
     print(f"fetching {len(ALL_PACKAGES)} packages into {cache.downloads}", flush=True)
     for package in ALL_PACKAGES:
         cache.archive(package)
-    specs = DatasetBuilder(cache, stac_dir).all()
+    specs = collection_specs(cache, stac_dir)
     assets: list[str] = []
     for spec in specs:
         for item in spec.items:

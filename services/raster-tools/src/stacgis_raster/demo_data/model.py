@@ -12,7 +12,7 @@ import numpy as np
 from affine import Affine
 from rasterio.crs import CRS
 
-from stacgis_common.packages import SourceFile
+from stacgis_common.packages import Package, SourceFile
 
 
 @dataclass(frozen=True)
@@ -79,3 +79,70 @@ class CollectionSpec:
     @property
     def categorical(self) -> bool:
         return self.classes is not None
+
+
+# -- the table of demo datasets (datasets.py) and what its rows are made of ------------------
+
+
+@dataclass(frozen=True)
+class Provider:
+    name: str
+    roles: tuple[str, ...]
+    url: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "roles": list(self.roles)}
+        if self.url:
+            out["url"] = self.url
+        return out
+
+
+# Stands in a row's providers for the package that ships the source file (its registry, name, version).
+PACKAGE_HOST = Provider("package host", ("host",))
+
+
+@dataclass(frozen=True)
+class OneItem:
+    """The collection is one item read from the source file by `load`."""
+
+    load: Callable[[Path], RasterArray]
+    item_id: str | None = None  # default: the collection's id
+    # The period the data covers; None: undated, the item carries the file's timestamp.
+    period: tuple[dt.datetime, dt.datetime] | None = None
+
+
+@dataclass(frozen=True)
+class NetcdfMonths:
+    """One item per monthly band of `variable` in the source NetCDF file."""
+
+    variable: str
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """One row of the table: a demo collection, the packaged file it comes from and how it is read."""
+
+    id: str
+    title: str
+    description: str
+    keywords: tuple[str, ...]
+    license: str
+    package: Package
+    path: str  # of the source file inside the package
+    providers: tuple[Provider, ...]
+    bands: tuple[BandSpec, ...]
+    items: OneItem | NetcdfMonths
+    # A GDAL .aux.xml in the same package whose raster attribute table names the classes (a source too).
+    class_table: str | None = None
+    classes: tuple[ClassSpec, ...] | None = None
+    overview_resampling: str = "average"
+    colormap_name: str | None = None
+    render_bands: tuple[int, ...] | None = None
+    rescale: tuple[tuple[float, float], ...] | None = None
+    derived_from: str | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def time_resolved(self) -> bool:
+        """Dated items (a stated period, or monthly bands); undated ones carry the file's timestamp."""
+        return isinstance(self.items, NetcdfMonths) or self.items.period is not None
