@@ -6,8 +6,8 @@
 
 Where no container registry answers (`--base auto` tries one), the bases are made here from Debian
 packages with mmdebstrap and imported into podman, each once (an existing one is kept):
-  localhost/stacgis-python:3.11-bookworm   python3, python3-venv, ca-certificates (+ passwd: useradd)
-  localhost/stacgis-nginx:bookworm-<hash>  nginx-light with deploy/images/nginx.conf (non-root, /tmp)
+  localhost/stacgis-python:3.11-bookworm   python3, python3-venv, ca-certificates (+ passwd: useradd), pinned
+  localhost/stacgis-nginx:bookworm-<hash>  nginx-light with deploy/images/nginx.conf (non-root, /tmp), pinned
 Then the wheel image (deploy/images/wheels.Dockerfile: a wheel of every third-party requirement of
 every service, built once per requirement set) becomes each service Dockerfile's BUILDER_IMAGE, so
 each service's own layer installs offline in seconds. The frontend's dist is built on the host
@@ -47,9 +47,21 @@ APT_PACKAGES = ("podman", "buildah", "mmdebstrap", "runc", "uidmap", "slirp4netn
 APT_COMMAND = "apt-get install -y " + " ".join(APT_PACKAGES)
 SUITE = "bookworm"
 PYTHON_BASE = "localhost/stacgis-python:3.11-bookworm"
+# The bases' Debian packages, pinned to what bookworm with its security and updates suites (mmdebstrap
+# adds both for a stable release) holds now; `apt-cache policy <package>` on a Debian 12 host shows it.
+# Debian keeps only the newest version of a package per suite, so a security update removes a pinned
+# one: the build then stops naming it, and tests/chart/test_images.py names the version to pin. Their
+# dependencies and the minbase essentials are the mirror's of the day (pinning those too would need
+# snapshot.debian.org, which these machines cannot reach).
 # passwd brings useradd/groupadd, which the service Dockerfiles run; minbase has neither.
-PYTHON_PACKAGES = ("python3", "python3-venv", "python-is-python3", "ca-certificates", "passwd")
-NGINX_PACKAGES = ("nginx-light", "ca-certificates")
+PYTHON_PACKAGES = (
+    "python3=3.11.2-1+b1",
+    "python3-venv=3.11.2-1+b1",
+    "python-is-python3=3.11.2-1+deb12u1",
+    "ca-certificates=20250419~deb12u2",
+    "passwd=1:4.13+dfsg1-1+deb12u2",
+)
+NGINX_PACKAGES = ("nginx-light=1.22.1-9+deb12u12", "ca-certificates=20250419~deb12u2")
 # The official bases the Dockerfiles default to; pulling the first one tells whether a registry answers.
 OFFICIAL_PYTHON = "docker.io/library/python:3.11.11-slim-bookworm"
 WHEELS_REPOSITORY = "localhost/stacgis-wheels"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shlex
@@ -170,6 +171,48 @@ def test_images_are_multi_stage_pinned_and_non_root(dockerfile: str) -> None:
     else:
         assert final.base.startswith("nginxinc/nginx-unprivileged:")
         assert "EXPOSE" in ops and user[-1] == "101"
+
+
+def debian_packages() -> list[tuple[str, str]]:
+    """(where, package spec) of every Debian package an image installs: the bases scripts/images.py makes
+    with mmdebstrap, and each Dockerfile's apt-get install."""
+    spec = importlib.util.spec_from_file_location("stacgis_images_script", REPO / "scripts" / "images.py")
+    assert spec and spec.loader
+    script = importlib.util.module_from_spec(spec)
+    # Its dataclasses look their module up while being defined.
+    sys.modules[spec.name] = script
+    spec.loader.exec_module(script)
+    found = [("python base", p) for p in script.PYTHON_PACKAGES] + [("nginx base", p) for p in script.NGINX_PACKAGES]
+    for dockerfile in [*DOCKERFILES, "deploy/images/wheels.Dockerfile"]:
+        _, stages = parse_dockerfile(REPO / dockerfile)
+        for stage in stages:
+            for op, rest in stage.instructions:
+                for command in re.findall(r"apt-get install ([^;&|]*)", rest) if op == "RUN" else []:
+                    found += [(dockerfile, word) for word in command.split() if not word.startswith("-")]
+    return found
+
+
+def test_debian_packages_are_pinned_to_what_bookworm_holds() -> None:
+    """Each one names a version, and Debian 12's archive (this host's apt sources: bookworm and its
+    security and updates suites, as mmdebstrap uses) still has it; a security update that replaced it
+    fails here with the version to pin."""
+    packages = debian_packages()
+    assert len(packages) >= 8, packages
+    release = Path("/etc/os-release").read_text() if Path("/etc/os-release").exists() else ""
+    assert "VERSION_CODENAME=bookworm" in release and shutil.which("apt-cache"), "needs a Debian 12 host"
+    names = sorted({package.partition("=")[0] for _, package in packages})
+    madison = subprocess.run(["apt-cache", "madison", *names], capture_output=True, text=True, check=False).stdout
+    rows = [[cell.strip() for cell in line.split("|")] for line in madison.splitlines() if "bookworm" in line]
+    problems = []
+    for where, package in packages:
+        name, equals, version = package.partition("=")
+        if not equals:
+            problems.append(f"{where}: {name} has no version")
+            continue
+        held = {row[1] for row in rows if row[0] == name}
+        if version not in held:
+            problems.append(f"{where}: {name}={version} is gone; bookworm has {sorted(held) or 'none'}")
+    assert not problems, "\n".join(problems)
 
 
 def test_raster_image_uses_the_wheel_gdal() -> None:
