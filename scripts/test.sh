@@ -87,7 +87,7 @@ $PY scripts/local_infra.py up --no-model-server || exit 1
 # Slowest first, so that the short ones fill the gaps at the end rather than a long one starting last.
 mapfile -t service_suites < <(existing services/agent-orchestrator/tests services/chat-gateway/tests \
   services/raster-tools/tests dev/model-server/tests services/vector-tools/tests services/knowledge-tools/tests \
-  tests/infra services/common/tests services/memory-tools/tests tests/chart proto/tests tests/eval)
+  tests/infra services/common/tests services/memory-tools/tests tests/chart proto/tests tests/eval tests/bench)
 set -m
 trap interrupt INT TERM
 start "lint (ruff, mypy --strict, tsc + eslint)" bash -c "make --no-print-directory lint-only"

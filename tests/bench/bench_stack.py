@@ -1,7 +1,8 @@
 """The product's own overhead, measured on a private stack on loopback (prints tables; not a test).
 
     .venv/bin/python tests/bench/bench_stack.py [--runs 40] [--tool-calls 200] [--streams 100,500,1000]
-                                                [--idle 250,500,1000,2000] [--profile] [--only ttft,tools,sse,idle]
+                                                [--idle 250,500,1000,2000] [--idle-workers 2] [--hold 12]
+                                                [--profile] [--only ttft,tools,sse,idle]
 
 1. Time to first token and token rate: the same scripted answer asked of the model server directly
    (Ollama /api/chat), of the orchestrator (POST /v1/runs) and through ingress + gateway +
@@ -13,7 +14,9 @@
 3. SSE fan-out of one gateway process: 100, 500 and 1,000 concurrent active streams (each run emits
    an event every 0.5 s); p95 delivery delay (arrival minus the moment the event entered the run's
    Redis Stream, read from its entry id) and p95 inter-event gap.
-4. Idle capacity: how many quiet SSE streams one gateway process holds, and its memory per stream.
+4. Idle capacity: how many quiet SSE streams one gateway process holds, whether the heartbeat reaches
+   every one (time from the hold's start to each stream's first `: ping`), its memory per stream, and
+   the client's own CPU and memory (worker processes on raw connections, idle_streams.py).
 
 Parts 3 and 4 put the gateway in front of the gateway suite's scripted orchestrator (the real
 contract, a fraction of the cost of a real run), so the gateway is what is measured. --profile
@@ -44,6 +47,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "load"))
 
 from chat_client import chat, new_client, percentile  # noqa: E402
+from idle_streams import IdleClients  # noqa: E402
 from private_stack import (  # noqa: E402
     PYTHON,
     Infra,
@@ -378,75 +382,42 @@ async def bench_sse(rig: GatewayRig, levels: list[int], profile: bool) -> list[s
     return lines
 
 
-async def idle_stream(
-    url: str,
-    user: str,
-    opened: asyncio.Event,
-    pings: list[int],
-    index: int,
-    stop: asyncio.Event,
-    failures: Counter[str],
-) -> None:
-    """A stream whose run goes quiet after its first event (a slow model, an approval): count pings."""
-    try:
-        async with (
-            httpx.AsyncClient(timeout=httpx.Timeout(None, connect=30)) as client,
-            client.stream(
-                "POST", f"{url}/api/v1/chat/stream", json={"message": "[hang] idle"}, headers={"X-Forwarded-User": user}
-            ) as response,
-        ):
-            if response.status_code != 200:
-                failures[f"HTTP {response.status_code}"] += 1
-                return
-            opened.set()
-            async for line in response.aiter_lines():
-                if line.startswith(":"):
-                    pings[index] += 1
-                elif line.startswith("event: error"):
-                    failures["error event"] += 1
-                    return
-                if stop.is_set():
-                    return
-    except httpx.HTTPError as error:
-        failures[type(error).__name__] += 1
-
-
-async def bench_idle(rig: GatewayRig, levels: list[int], hold_seconds: float) -> list[str]:
-    url = rig.gateway.url
+async def bench_idle(rig: GatewayRig, levels: list[int], hold_seconds: float, workers: int) -> list[str]:
+    """Quiet runs (a slow model, an approval) held open by client worker processes that only count lines
+    (idle_streams.py), so a stream reported as never pinged was not pinged by the gateway."""
+    heartbeat = rig.gateway.env["GATEWAY_HEARTBEAT_SECONDS"]
     lines = [
-        f"idle SSE streams held by one gateway process (quiet runs; heartbeat every "
-        f"{rig.gateway.env['GATEWAY_HEARTBEAT_SECONDS']} s, held {hold_seconds:g} s)",
-        f"{'streams':>8} {'alive':>6} {'pinged':>7} {'RSS':>8} {'per stream':>11}  failures",
+        f"idle SSE streams held by one gateway process (quiet runs; heartbeat every {heartbeat} s, held "
+        f"{hold_seconds:g} s; client: {workers} worker processes; first ping: seconds from the hold's start)",
+        f"{'streams':>8} {'alive':>6} {'pinged':>7} {'never':>6} {'1st p50':>8} {'1st p95':>8} {'1st max':>8} "
+        f"{'gateway CPU':>12} {'RSS':>7} {'per stream':>11} {'client CPU':>11} {'client RSS':>11} {'opened in':>10}"
+        "  failures",
     ]
+    process = psutil.Process(rig.gateway.pid)
+    # What the first streams cost once (pools, caches, lazy imports) is no stream's own: warm up first.
+    async with IdleClients(rig.gateway.url, "idle-warm-up-", 50, 1) as warm_up:
+        await warm_up.open(timeout=120)
+    await asyncio.sleep(5)
     baseline = rig.rss_mb()
     for level in levels:
-        stop = asyncio.Event()
-        opened = [asyncio.Event() for _ in range(level)]
-        pings = [0] * level
-        failures: Counter[str] = Counter()
-        tasks = [
-            asyncio.create_task(idle_stream(url, f"idle-{level}-{i}", opened[i], pings, i, stop, failures))
-            for i in range(level)
-        ]
-        # Every stream must be open (its first event received) before the hold starts.
-        deadline = time.monotonic() + 120
-        while sum(e.is_set() for e in opened) + sum(failures.values()) < level and time.monotonic() < deadline:
-            await asyncio.sleep(0.5)
-        before = list(pings)
-        await asyncio.sleep(hold_seconds)
-        pinged = sum(1 for i in range(level) if pings[i] > before[i])
-        rss = rig.rss_mb()
-        alive = sum(1 for t in tasks if not t.done())
-        stop.set()
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        per_stream = (rss - baseline) * 1024 / max(alive, 1)
-        failed = ", ".join(f"{count}x {name}" for name, count in failures.most_common(3)) or "-"
+        async with IdleClients(rig.gateway.url, f"idle-{level}-", level, workers) as clients:
+            # Every stream must be open (its first event received) before the hold starts.
+            await clients.open(timeout=120)
+            process.cpu_percent(None)
+            await clients.hold(hold_seconds)
+            cpu, rss = process.cpu_percent(None), rig.rss_mb()
+            seen = await clients.report()
+        per_stream = (rss - baseline) * 1024 / max(seen.alive, 1)
+        failed = ", ".join(f"{count}x {name}" for name, count in seen.failures.most_common(3)) or "-"
         per = f"{per_stream:>8.0f} KB" if per_stream > 0 else f"{'-':>11}"
-        lines.append(f"{level:>8} {alive:>6} {pinged:>7} {rss:>6.0f}MB {per}  {failed}")
-        await asyncio.sleep(5)  # the gateway ends the cancelled runs and frees their slots
-        if alive < level // 2:
+        first = [f"{percentile(seen.first_ping, q):>6.2f} s" for q in (0.5, 0.95, 1.0)]
+        lines.append(
+            f"{level:>8} {seen.alive:>6} {seen.pinged:>7} {seen.never_pinged:>6} {' '.join(first)} {cpu:>10.0f} % "
+            f"{rss:>5.0f}MB {per} {100 * seen.client_cpu:>9.1f} % {seen.client_rss_mb:>9.0f}MB "
+            f"{seen.open_seconds:>8.1f} s  {failed}"
+        )
+        await asyncio.sleep(5)  # the gateway ends the closed streams' runs and frees their slots
+        if seen.alive < level // 2:
             lines.append(f"(stopped: fewer than half of {level} streams stayed open)")
             break
     return lines
@@ -538,7 +509,8 @@ async def main_async(args: argparse.Namespace) -> list[str]:
                     for level in args.streams.split(","):
                         out += ["", *summarise_profile(OUT / f"gateway-sse-{level}.txt")]
             if "idle" in parts:
-                out += ["", *await bench_idle(rig, [int(v) for v in args.idle.split(",")], args.hold)]
+                idle = [int(v) for v in args.idle.split(",")]
+                out += ["", *await bench_idle(rig, idle, args.hold, args.idle_workers)]
     return out
 
 
@@ -549,6 +521,9 @@ def main() -> None:
     parser.add_argument("--streams", default="100,500,1000")
     parser.add_argument("--idle", default="250,500,1000,2000")
     parser.add_argument("--hold", type=float, default=12.0, help="seconds the idle streams are held (>= 2 heartbeats)")
+    parser.add_argument(
+        "--idle-workers", type=int, default=2, help="client processes that hold the idle streams between them"
+    )
     parser.add_argument("--profile", action="store_true", help="py-spy the gateway (and orchestrator) while measuring")
     parser.add_argument("--only", default="ttft,tools,sse,idle")
     args = parser.parse_args()

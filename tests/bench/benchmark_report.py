@@ -58,9 +58,20 @@ How to read it:
   every 0.5 s. *Delay* is arrival time minus the moment the gateway's run task wrote the event into
   the run's Redis Stream (the entry id is that time), i.e. the gateway's own tail → SSE → client path.
 - **Idle streams**: runs that went quiet (a slow model, an approval); each holds an SSE connection, a
-  `: ping` every heartbeat and a blocked Redis read in the gateway. *Pinged* counts the streams that
-  received a heartbeat during the hold; *per stream* is the gateway's RSS growth divided by the open
-  streams.
+  `: ping` every heartbeat and a follower of the gateway's stream reader. The streams are held by
+  client worker processes (`--idle-workers`, 2 by default; `tests/bench/idle_streams.py`) on raw
+  asyncio connections that only split the body into lines and count `: ping` lines, so the client is
+  not what falls behind: its own *client CPU* (share of one core, all workers, during the hold) and
+  *client RSS* (peak, all workers) are in the row. Every stream is open (its first event read) before
+  the hold starts; *opened in* is how long that took. *Alive* streams were still open at the hold's
+  end; *pinged* got at least one `: ping` during the hold; *never* are alive streams that got none
+  (the goal is 0). *1st p50 / p95 / max* is the time from the hold's start to each pinged stream's
+  first ping: a gateway that keeps up pings every stream within a heartbeat plus its timer's tick
+  (at most 1 s), so a max above heartbeat + 1 s means late pings. *Gateway CPU* is over the hold,
+  *RSS* at its end, and *per stream* the RSS growth over the RSS after a 50-stream warm-up (what the
+  first streams cost once: pools, caches, lazy imports) divided by the alive streams; it includes each
+  quiet run's task and its connection to the orchestrator. *Failures* are streams refused (HTTP
+  status), ended (an `error` event, the response's end) or closed before the hold's end.
 - The scripted model writes its answer with no pause, so *direct* token rates are far above any real
   model (a GPU Ollama writes 50-150 tokens/s): the ratio shows where a pipeline's own ceiling is, the
   absolute rate how far it is from a real model's.
