@@ -44,7 +44,8 @@ from shapely.geometry import box
 from stacgis_common.testing import REPO_ROOT, free_port, mcp_client, run_service, token_for
 from stacgis_raster import rasterops
 from stacgis_raster.assets import AssetGuard
-from stacgis_raster.catalog import CollectionRecord, StaticCatalogSource
+from stacgis_raster.catalog import StaticCatalogSource
+from stacgis_raster.records import CollectionRecord
 from stacgis_raster.settings import RasterSettings
 from stacgis_raster.tiles import TileResult, render_options, render_tile
 

@@ -14,8 +14,8 @@ from shapely.geometry.base import BaseGeometry
 
 from stacgis_common.arguments import ArgumentError
 from stacgis_raster import expressions, scene_reads
-from stacgis_raster.catalog import BandInfo
 from stacgis_raster.reads import Area, ReadLimits
+from stacgis_raster.records import BandInfo
 
 
 def band(index: int, name: str, common: str | None) -> BandInfo:
@@ -124,7 +124,7 @@ def _wgs84_box(path: Path) -> BaseGeometry:
 
 
 def test_cloud_masks_are_found_by_role_or_by_cloud_classes() -> None:
-    from stacgis_raster.catalog import _cloud_mask
+    from stacgis_raster.stac_records import _cloud_mask
 
     # Sentinel-2 L2A's scene classification as Earth Search describes it: a data asset with classes.
     scl = {

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from stacgis_common.arguments import ArgumentError
-from stacgis_raster.catalog import BandInfo
+from stacgis_raster.records import BandInfo
 
 MAX_LENGTH = 200
 MAX_NODES = 60

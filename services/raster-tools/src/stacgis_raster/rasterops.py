@@ -9,8 +9,9 @@ are not biased towards the poles.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import rasterio
@@ -32,6 +33,13 @@ from stacgis_common.arguments import ArgumentError
 
 WGS84 = CRS.from_epsg(4326)
 PERCENTILES = (5, 25, 50, 75, 95)
+T = TypeVar("T")
+
+
+def in_gdal_env(env: Mapping[str, Any], fn: Callable[..., T], *args: Any) -> T:
+    """`fn(*args)` under the GDAL configuration `env` (catalog threads open STAC documents with it)."""
+    with rasterio.Env(**env):
+        return fn(*args)
 
 
 def to_dataset_crs(geom: BaseGeometry, crs: CRS) -> BaseGeometry:
@@ -241,7 +249,7 @@ def weighted_percentiles(values: np.ndarray, weights: np.ndarray, qs: tuple[int,
     return [float(np.interp(q / 100, positions, v)) for q in qs]
 
 
-def _round(value: float, digits: int = 6) -> float:
+def round_value(value: float, digits: int = 6) -> float:
     if value == 0 or not math.isfinite(value):
         return value
     return round(value, max(0, digits - math.floor(math.log10(abs(value))) - 1))
@@ -272,12 +280,12 @@ def summarize(sample: Sample, *, classes: dict[int, str] | None = None) -> dict[
     variance = float(np.average((sample.values - mean) ** 2, weights=sample.weights))
     out.update(
         {
-            "min": _round(float(sample.values.min())),
-            "max": _round(float(sample.values.max())),
-            "mean": _round(mean),
-            "std": _round(math.sqrt(max(variance, 0.0))),
+            "min": round_value(float(sample.values.min())),
+            "max": round_value(float(sample.values.max())),
+            "mean": round_value(mean),
+            "std": round_value(math.sqrt(max(variance, 0.0))),
             "percentiles": {
-                f"p{q}": _round(v)
+                f"p{q}": round_value(v)
                 for q, v in zip(
                     PERCENTILES, weighted_percentiles(sample.values, sample.weights, PERCENTILES), strict=True
                 )
@@ -317,7 +325,7 @@ def sample_point(ds: DatasetReader, lon: float, lat: float) -> PointValue:
         for band in range(data.shape[0]):
             cell = data[band, 0, 0]
             raw = float(np.ma.getdata(data)[band, 0, 0])
-            values.append(None if cell is np.ma.masked or not math.isfinite(raw) else _round(raw, 8))
+            values.append(None if cell is np.ma.masked or not math.isfinite(raw) else round_value(raw, 8))
         cx, cy = ds.xy(row, col)
         if not crs.is_geographic:
             cx, cy = Transformer.from_crs(crs, WGS84, always_xy=True).transform(cx, cy)

@@ -15,7 +15,7 @@ import rasterio
 from shapely.geometry.base import BaseGeometry
 
 from stacgis_raster import rasterops
-from stacgis_raster.catalog import BandInfo
+from stacgis_raster.records import BandInfo
 
 
 @dataclass(frozen=True)
@@ -138,7 +138,7 @@ def change_stats(
     change["unchanged_fraction"] = round(float(w[np.abs(diff) <= threshold].sum() / total), 4)
     mean_a = float(np.average(va, weights=w))
     if mean_a != 0:
-        change["mean_change_percent"] = rasterops._round(
+        change["mean_change_percent"] = rasterops.round_value(
             100 * (float(np.average(vb, weights=w)) - mean_a) / abs(mean_a), 4
         )
     change["compared_fraction"] = round(total / float(np.asarray(weights)[inside].sum()), 4)

@@ -1,5 +1,5 @@
-"""The JSON the tools answer with: bands, times, areas, classes and summaries written out as a
-small model reads them best, and every value made JSON-safe."""
+"""The JSON the tools answer with: collections, bands, times, areas, classes and summaries written
+out as a small model reads them best, and every value made JSON-safe."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ from typing import Any
 import numpy as np
 
 from stacgis_raster import rasterops
-from stacgis_raster.catalog import BandInfo, CollectionRecord, ItemRecord
 from stacgis_raster.reads import Area
+from stacgis_raster.records import BandInfo, CollectionRecord, ItemRecord
+from stacgis_raster.stac_fields import iso as stac_iso
+from stacgis_raster.validation import BBox, TimeInterval, boxes_overlap
 
 
 def plain(value: Any) -> Any:
@@ -29,7 +31,75 @@ def plain(value: Any) -> Any:
 
 
 def iso(value: dt.datetime | None) -> str | None:
-    return value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z") if value else None
+    return stac_iso(value) if value else None
+
+
+def band_description(band: BandInfo) -> dict[str, Any]:
+    """A band as `get_raster_info` lists it."""
+    out: dict[str, Any] = {"band": band.index, "name": band.name}
+    if band.common_name:
+        out["common_name"] = band.common_name
+    if band.description:
+        out["description"] = band.description
+    out["unit"] = band.unit
+    if band.classes:
+        out["classes"] = {str(k): v for k, v in band.classes.items()}
+    return out
+
+
+def collection_summary(record: CollectionRecord) -> dict[str, Any]:
+    """Compact description for listings."""
+    units = sorted({b.unit for b in record.bands if b.unit})
+    out: dict[str, Any] = {
+        "id": record.id,
+        "title": record.title,
+        "bbox": [round(v, 4) for v in record.bbox] if record.bbox else None,
+        "time": record.temporal_label() if record.time_resolved else "not time-resolved",
+        "bands": len(record.bands),
+        "units": units,
+        "kind": "categorical" if record.categorical else "continuous",
+    }
+    if record.item_count is not None:
+        out["items"] = record.item_count
+    if record.scenes:
+        out["kind"] = "data cube" if record.cube_dimensions else "scenes"
+        out["variables" if record.cube_dimensions else "assets"] = list(record.asset_bands)
+    return out
+
+
+def collection_details(record: CollectionRecord) -> dict[str, Any]:
+    """Everything `get_raster_info` says of a collection, with its tile URLs."""
+    out = collection_summary(record)
+    out.pop("units")
+    out["description"] = record.description
+    out["keywords"] = record.keywords
+    out["license"] = record.license
+    out["providers"] = record.providers
+    out["crs"] = record.proj_code
+    out["resolution_m"] = record.resolution_m
+    out["bands"] = [band_description(b) for b in record.bands]
+    if record.cube_dimensions:
+        out["kind"] = "data cube"
+        out["variables"] = {key: band_description(band) for key, band in record.asset_bands.items()}
+        out["dimensions"] = {
+            name: {k: v for k, v in dim.items() if k in {"type", "extent", "step"}}
+            | ({"steps": len(dim["values"])} if "values" in dim else {})
+            for name, dim in record.cube_dimensions.items()
+        }
+    elif record.scenes:
+        out["assets"] = {key: band_description(band) for key, band in record.asset_bands.items()}
+        out["scene_tools"] = "search_items, get_scene_statistics (band math, mosaics, composites), get_scene_timeseries"
+    out["time_resolved"] = record.time_resolved
+    if record.time_resolved and record.items and not record.scenes:
+        out["timesteps"] = [i.time_label() for i in record.items[:24]]
+        if len(record.items) > 24:
+            out["timesteps"].append(f"... {len(record.items) - 24} more")
+    if record.provenance:
+        out["provenance"] = record.provenance
+    out["tiles"] = f"/tiles/{record.id}/{{z}}/{{x}}/{{y}}.png"
+    out["tilejson"] = f"/tiles/{record.id}/tilejson.json"
+    out["render_defaults"] = record.render or None
+    return out
 
 
 def band_json(band: BandInfo) -> dict[str, Any]:
@@ -50,7 +120,7 @@ def area_json(
 ) -> dict[str, Any]:
     fraction = plan.inside_fraction if plan is not None else inside_fraction
     out: dict[str, Any] = {"type": area.kind, area.kind if area.kind != "geometry" else "geometry_type": area.label}
-    out["area_km2"] = rasterops._round(rasterops.spherical_area_km2(area.geometry), 6)
+    out["area_km2"] = rasterops.round_value(rasterops.spherical_area_km2(area.geometry), 6)
     if fraction is not None:
         out["fraction_inside_extent"] = round(fraction, 4)
         out["clipped"] = fraction < 0.9999
@@ -92,7 +162,7 @@ def series_summary(
         "count": len(steps),
         "min": {"value": low[1], "time": low[0]},
         "max": {"value": high[1], "time": high[0]},
-        "mean": rasterops._round(float(np.mean([v for _, v in steps]))),
+        "mean": rasterops.round_value(float(np.mean([v for _, v in steps]))),
     }
 
 
@@ -166,3 +236,208 @@ def point_json(
     elif all(v is None for r in results for v in (r.get("values") or {}).values()):
         out["note"] = "no data at this point (nodata value)"
     return out
+
+
+def collection_listing(
+    records: Sequence[CollectionRecord], bbox: BBox | None, interval: TimeInterval | None
+) -> dict[str, Any]:
+    """`list_raster_collections`: the collections meeting the area and period, by id."""
+    out = []
+    for record in sorted(records, key=lambda r: r.id):
+        if not boxes_overlap(bbox, record.bbox):
+            continue
+        if interval and record.time_resolved and not interval.overlaps(record.start, record.end):
+            continue
+        out.append(collection_summary(record))
+    result: dict[str, Any] = {"count": len(out), "collections": out}
+    if interval:
+        result["note"] = "collections that are not time-resolved are listed regardless of datetime"
+    return result
+
+
+def catalogue_json(records: Sequence[CollectionRecord]) -> dict[str, Any]:
+    """The listing plus the keywords and band names a client needs to tell which collection holds
+    which variable."""
+    out = [
+        {**collection_summary(r), "keywords": r.keywords, "band_names": [b.name for b in r.bands]}
+        for r in sorted(records, key=lambda r: r.id)
+    ]
+    return {"count": len(out), "collections": out}
+
+
+def search_json(
+    query: str, records: Sequence[CollectionRecord], hits: Sequence[tuple[float, CollectionRecord]]
+) -> dict[str, Any]:
+    """`search_raster_collections`: the hits with their scores, or every id when nothing matched."""
+    found = [{**collection_summary(r), "score": round(s, 2)} for s, r in hits]
+    result: dict[str, Any] = {"query": query, "count": len(found), "collections": found}
+    if not found:
+        result["hint"] = "nothing matched; available ids: " + ", ".join(sorted(r.id for r in records))
+    return result
+
+
+def band_head(record: CollectionRecord, info: BandInfo, place_info: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What a result about one band starts with: the collection, the band and its unit, the place."""
+    return {
+        "collection_id": record.id,
+        "band": band_json(info),
+        "unit": info.unit,
+        **({"place": place_info} if place_info else {}),
+    }
+
+
+def statistics_json(
+    record: CollectionRecord,
+    info: BandInfo,
+    area: Area,
+    plan: rasterops.ReadPlan,
+    items: Sequence[ItemRecord],
+    note: str,
+    stats: dict[str, Any],
+) -> dict[str, Any]:
+    result = {
+        **band_head(record, info),
+        "area": area_json(area, plan),
+        "time": time_json(record, items, note),
+        "resolution": plan.resolution,
+        "weighting": weighting(plan),
+        "statistics": stats,
+    }
+    if len(items) > 1:
+        result["composite"] = f"per-pixel mean of {len(items)} time steps"
+    return result
+
+
+def cell_statistics_json(
+    record: CollectionRecord, info: BandInfo, point: tuple[float, float], found: dict[str, Any]
+) -> dict[str, Any]:
+    """Statistics of the one cell under a point, from `point_json`'s answer there."""
+    value = (found["results"][-1].get("values") or {}).get(info.name)
+    reading = value.get("value") if isinstance(value, dict) else value
+    statistics: dict[str, Any] = {"valid_pixels": 0 if reading is None else 1}
+    if reading is not None:
+        statistics.update({"min": reading, "max": reading, "mean": reading})
+        if isinstance(value, dict) and "class" in value:
+            statistics["majority"] = value["class"]
+    return {
+        **band_head(record, info),
+        "area": {
+            "type": "point",
+            "lon": point[0],
+            "lat": point[1],
+            "note": "a box of zero size is a point: the value of the cell under it",
+        },
+        "time": found["time"],
+        "statistics": statistics,
+    }
+
+
+def multi_point_entry(record: CollectionRecord, single: dict[str, Any]) -> dict[str, Any]:
+    """One collection's line of `query_raster_points`, from `point_json`'s answer."""
+    entry: dict[str, Any] = {"collection_id": record.id, "title": record.title, "units": single["units"]}
+    first = single["results"][-1]
+    entry.update({k: v for k, v in first.items() if k in {"values", "time", "inside"}})
+    if "note" in single:
+        entry["note"] = single["note"]
+    return entry
+
+
+def timeseries_json(
+    record: CollectionRecord,
+    info: BandInfo,
+    place_info: dict[str, Any] | None,
+    x: float,
+    y: float,
+    items: Sequence[ItemRecord],
+    values: Sequence[rasterops.PointValue],
+) -> dict[str, Any]:
+    points: list[dict[str, Any]] = [
+        {
+            "time": iso(i.start),
+            "end": iso(i.end) if i.end != i.start else None,
+            "value": v.values[info.index - 1] if v.inside else None,
+        }
+        for i, v in zip(items, values, strict=True)
+    ]
+    valid = [float(p["value"]) for p in points if p["value"] is not None]
+    out: dict[str, Any] = {
+        **band_head(record, info, place_info),
+        "lon": x,
+        "lat": y,
+        "pixel_center": next(v.pixel_center for v in values if v.inside),
+        "count": len(points),
+        "points": [{k: v for k, v in p.items() if v is not None or k == "value"} for p in points],
+    }
+    if valid:
+        out["summary"] = {"min": min(valid), "max": max(valid), "mean": rasterops.round_value(float(np.mean(valid)))}
+    else:
+        out["note"] = "no data at this point in any time step"
+    return out
+
+
+def zonal_json(
+    record: CollectionRecord,
+    info: BandInfo,
+    place_info: dict[str, Any] | None,
+    area: Area,
+    items: Sequence[ItemRecord],
+    note: str,
+    per_item: Sequence[tuple[dict[str, Any], Any, float]],
+) -> dict[str, Any]:
+    """Zonal statistics of each item read: (statistics, resolution, fraction of the area inside)."""
+    first_stats, resolution, inside_fraction = per_item[0]
+    result: dict[str, Any] = {
+        **band_head(record, info, place_info),
+        "area": area_json(area, inside_fraction=inside_fraction),
+        "time": time_json(record, items, note),
+        "resolution": resolution,
+        "method": "exact cell coverage fractions (exactextract) weighted by cell area",
+    }
+    if len(items) == 1:
+        result["statistics"] = first_stats
+    else:
+        result["per_time_step"] = [
+            {
+                "time": i.time_label(),
+                **{k: s.get(k) for k in ("mean", "min", "max", "valid_fraction", "majority") if k in s},
+            }
+            for i, (s, _r, _f) in zip(items, per_item, strict=True)
+        ]
+        means = [float(s["mean"]) for s, _r, _f in per_item if "mean" in s]
+        if means:
+            result["summary"] = {
+                "mean_of_means": rasterops.round_value(float(np.mean(means))),
+                "min": min(s["min"] for s, _r, _f in per_item if "min" in s),
+                "max": max(s["max"] for s, _r, _f in per_item if "max" in s),
+            }
+    return result
+
+
+def change_json(
+    record: CollectionRecord,
+    info: BandInfo,
+    place_info: dict[str, Any] | None,
+    area: Area,
+    period_a: tuple[TimeInterval, Sequence[ItemRecord]],
+    period_b: tuple[TimeInterval, Sequence[ItemRecord]],
+    threshold: float,
+    stats: dict[str, Any],
+) -> dict[str, Any]:
+    """The change between two periods; `stats` is the read's answer (its `_plan` taken out here)."""
+    (a, items_a), (b, items_b) = period_a, period_b
+    plan = stats.pop("_plan")
+    summary = change_summary(stats["change"], stats["statistics_a"], stats["statistics_b"], info.unit, (a.text, b.text))
+    return {
+        "collection_id": record.id,
+        **({"summary": summary} if summary else {}),
+        "band": band_json(info),
+        "unit": info.unit,
+        **({"place": place_info} if place_info else {}),
+        "area": area_json(area, plan),
+        "period_a": {"query": a.text, "time_steps": [i.time_label() for i in items_a]},
+        "period_b": {"query": b.text, "time_steps": [i.time_label() for i in items_b]},
+        "resolution": plan.resolution,
+        "weighting": weighting(plan),
+        "threshold": threshold,
+        **stats,
+    }

@@ -27,8 +27,8 @@ from rasterio.windows import Window, from_bounds
 
 from stacgis_common.arguments import ArgumentError
 from stacgis_raster import expressions, rasterops
-from stacgis_raster.catalog import CubeFormat
 from stacgis_raster.reads import Area, ReadLimits
+from stacgis_raster.records import CubeFormat
 
 COMPOSITES = ("median", "mean", "max", "min", "latest")
 
@@ -304,7 +304,7 @@ def scene_series(limits: ReadLimits, items: Sequence[SceneItem], area: Area, for
         sample = rasterops.sample_from_array(mosaic.data, inside, weights)
         point: dict[str, Any] = {"date": mosaic.date, "items": len(mosaic.items)}
         if sample.values.size and sample.weights.sum() > 0:
-            point["mean"] = rasterops._round(float(np.average(sample.values, weights=sample.weights)))
+            point["mean"] = rasterops.round_value(float(np.average(sample.values, weights=sample.weights)))
             point["valid_fraction"] = round(float(sample.weights.sum() / sample.total_weight), 4)
         else:
             point["mean"] = None
@@ -328,7 +328,7 @@ def scene_point(items: Sequence[SceneItem], lon: float, lat: float) -> list[dict
                 break
             value = point.values[band - 1]
             scale, offset = item.scaling.get(key, (1.0, 0.0))
-            values[key] = None if value is None else rasterops._round(value * scale + offset, 8)
+            values[key] = None if value is None else rasterops.round_value(value * scale + offset, 8)
             centre = point.pixel_center
         if len(values) < len(item.hrefs) or all(v is None for v in values.values()):
             out.append(None)

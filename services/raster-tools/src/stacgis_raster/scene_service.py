@@ -16,15 +16,22 @@ from shapely.geometry import box
 
 from stacgis_common.arguments import ArgumentError
 from stacgis_raster import expressions, scene_reads
-from stacgis_raster.catalog import CollectionRecord, ItemRecord
 from stacgis_raster.reads import Area
+from stacgis_raster.records import CollectionRecord, ItemRecord
+from stacgis_raster.scene_results import (
+    item_search_json,
+    scene_head,
+    scene_point_json,
+    scene_point_results,
+    scene_statistics_json,
+    scene_timeseries_json,
+)
 from stacgis_raster.selection import STATISTIC_WORDS, interval_for, select_band, series_interval
 from stacgis_raster.service import RasterService
 from stacgis_raster.validation import TimeInterval
 
 SORTS = ("datetime", "-datetime", "cloud_cover", "-cloud_cover")
 MAX_PAGE_SIZE = 100
-LISTED_IDS = 20
 
 
 def _cloud_limit(value: Any) -> float | None:
@@ -33,15 +40,6 @@ def _cloud_limit(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 100:
         raise ArgumentError("max_cloud_cover", "expected a percentage from 0 to 100")
     return float(value)
-
-
-def _item_json(item: ItemRecord) -> dict[str, Any]:
-    out: dict[str, Any] = {"id": item.id, "datetime": item.time_label()}
-    if item.cloud_cover is not None:
-        out["cloud_cover"] = item.cloud_cover
-    out["bbox"] = [round(v, 5) for v in item.bbox] if item.bbox else None
-    out["assets"] = list(item.assets)
-    return out
 
 
 def _sort_key(sortby: str) -> Callable[[ItemRecord], tuple[float, str]]:
@@ -59,15 +57,6 @@ def _flag(value: Any, argument: str) -> bool:
     if not isinstance(value, bool):
         raise ArgumentError(argument, "expected true or false")
     return value
-
-
-def _read_figures(done: dict[str, Any]) -> dict[str, Any]:
-    """What a read cost and how its pixels were weighted."""
-    return {
-        "pixels_read": done["pixels_read"],
-        "resolution": done["resolution"],
-        "weighting": "cos(latitude) area weights" if done["geographic"] else "equal-area pixels",
-    }
 
 
 def scene_items(
@@ -190,31 +179,18 @@ class SceneService:
         if page > pages and found:
             raise ArgumentError("page", f"there are {pages} page(s) of {limit} items")
         shown = found[(page - 1) * limit : page * limit]
-        result: dict[str, Any] = {
-            "collection_id": record.id,
-            "count": len(found),
-            "count_is_lower_bound": capped,
-            "page": page,
-            "pages": pages,
-            "returned": len(shown),
-            "items": [_item_json(i) for i in shown],
-        }
-        if page < pages:
-            result["next_page"] = page + 1
-        if capped:
-            result["note"] = (
-                f"only the first {self.max_items} items were searched (RASTER_SCENE_MAX_ITEMS); "
-                "narrow the area or period"
-            )
-        if place_info is not None:
-            result["place"] = place_info
-        if interval is not None:
-            result["datetime"] = interval.text
-        elif datetime is not None and not record.time_resolved:
-            result["datetime"] = "collection is not time-resolved; datetime does not apply"
-        if not found:
-            result["note"] = "no items match; widen the area, the period or the cloud limit"
-        return result
+        return item_search_json(
+            record,
+            found,
+            shown,
+            page=page,
+            pages=pages,
+            capped=capped,
+            max_items=self.max_items,
+            place_info=place_info,
+            interval=interval,
+            datetime_given=datetime is not None,
+        )
 
     async def _prepared(
         self,
@@ -241,31 +217,6 @@ class SceneService:
                 + f" within {list(record.bbox or [])}",
             )
         return record, parsed, area, place_info, items, capped
-
-    def _common(
-        self,
-        record: CollectionRecord,
-        parsed: expressions.Expression,
-        area: Area,
-        place_info: dict[str, Any] | None,
-        capped: bool,
-    ) -> dict[str, Any]:
-        units = {record.asset_bands[k].unit for k in parsed.assets}
-        out: dict[str, Any] = {
-            "collection_id": record.id,
-            "expression": parsed.text,
-            "formula": parsed.formula,
-            "unit": units.pop() if len(units) == 1 and len(parsed.assets) == 1 else None,
-            "area": self.raster.area_json(area),
-        }
-        scaled = [k for k in parsed.assets if record.asset_bands[k].scale is not None or record.asset_bands[k].offset]
-        if scaled:
-            out["scaled"] = f"{', '.join(scaled)} read as stored value x scale + offset (raster:bands)"
-        if place_info is not None:
-            out["place"] = place_info
-        if capped:
-            out["note"] = f"only the first {self.max_items} matching items were used (RASTER_SCENE_MAX_ITEMS)"
-        return out
 
     async def statistics(
         self,
@@ -309,28 +260,9 @@ class SceneService:
             parsed.formula,
             method,
         )
-        result = self._common(record, parsed, area, place_info, capped)
-        dates = done["dates"]
-        used = done["items_used"]
-        result["items"] = {
-            "matched": len(items),
-            "used": len(used),
-            "ids": used[:LISTED_IDS] + ([f"... {len(used) - LISTED_IDS} more"] if len(used) > LISTED_IDS else []),
-        }
-        result["dates"] = dates if len(dates) <= LISTED_IDS else [dates[0], f"... {len(dates) - 2} more", dates[-1]]
-        result["composite"] = (
-            f"{method} over {len(dates)} dates of per-date mosaics"
-            if len(dates) > 1
-            else "one date: a mosaic of its items"
-        )
-        result["mosaic"] = "least cloudy item first where items overlap"
-        if record.cloud_mask is not None and _flag(cloud_mask, "cloud_mask"):
-            result["cloud_mask"] = (
-                f"{done['cloud_pixels']} item pixels classed cloud in asset '{record.cloud_mask[0]}' left out"
-            )
-        result.update(_read_figures(done))
-        result["statistics"] = done["statistics"]
-        return {"summary": _statistics_sentence(result, method, len(dates)), **result}
+        used_mask = record.cloud_mask is not None and _flag(cloud_mask, "cloud_mask")
+        head = scene_head(record, parsed, area, place_info, capped, self.max_items)
+        return scene_statistics_json(head, record, items, done, method, used_mask)
 
     async def timeseries(
         self,
@@ -355,32 +287,8 @@ class SceneService:
             scene_items, self.raster.asset_href, record, items, parsed.assets, _flag(cloud_mask, "cloud_mask")
         )
         done = await self.raster.read(scene_reads.scene_series, self.raster.limits, read_items, area, parsed.formula)
-        result = self._common(record, parsed, area, place_info, capped)
-        series = done["series"]
-        steps = [p for p in series if p["mean"] is not None]
-        result["items"] = {"matched": len(items)}
-        result["series"] = series
-        if steps:
-            # Lowest and highest with their dates, as `get_timeseries` gives them: "which month was
-            # wettest" is then read, not worked out by the model.
-            low = min(steps, key=lambda p: p["mean"])
-            high = max(steps, key=lambda p: p["mean"])
-            unit = f" {result['unit']}" if result.get("unit") else ""
-            # First in the result, with a sentence: asked which month was wettest, the 1.5B model
-            # named the series' first month when the extremes came after the series.
-            result = {
-                "summary": {
-                    "text": f"highest mean {high['mean']}{unit} in {_period_label(high['date'])}, lowest "
-                    f"{low['mean']}{unit} in {_period_label(low['date'])}, over {len(series)} dates",
-                    "steps": len(series),
-                    "min": {"value": low["mean"], "date": low["date"]},
-                    "max": {"value": high["mean"], "date": high["date"]},
-                    "mean": round(sum(p["mean"] for p in steps) / len(steps), 6),
-                },
-                **result,
-            }
-        result.update(_read_figures(done))
-        return result
+        head = scene_head(record, parsed, area, place_info, capped, self.max_items)
+        return scene_timeseries_json(head, items, done)
 
     async def point(
         self,
@@ -416,29 +324,10 @@ class SceneService:
             scene_items, self.raster.asset_href, record, chosen, list(record.asset_bands)
         )
         sampled = await self.raster.read(scene_reads.scene_point, read_items[: self.max_items], x, y)
-        results: list[dict[str, Any]] = []
-        seen: set[str] = set()
-        for item, value in zip(chosen, sampled, strict=True):
-            label = item.time_label() or ""
-            if value is None or label in seen:
-                continue  # outside this item, or a less cloudy item of the date already answered
-            seen.add(label)
-            entry: dict[str, Any] = {"item": item.id}
-            if record.time_resolved:
-                entry["time"] = label
-            results.append({**entry, **value})
+        results = scene_point_results(record, chosen, sampled)
         if not results:
             raise ArgumentError("place" if place_info else "lon", f"no data in '{record.id}' at ({x}, {y})")
-        note = f"{len(results)} date(s)" if interval is not None else "latest date used; pass datetime to choose"
-        return {
-            "collection_id": record.id,
-            **({"place": place_info} if place_info else {}),
-            "lon": x,
-            "lat": y,
-            "units": {key: band.unit for key, band in record.asset_bands.items()},
-            "time": note if record.time_resolved else "collection is not time-resolved",
-            "results": results,
-        }
+        return scene_point_json(record, place_info, x, y, results, dated=interval is not None)
 
     def default_expression(self, record: CollectionRecord, band: Any) -> str:
         """What a single-file tool's `band` means for a scene collection: an asset or variable named
@@ -475,25 +364,3 @@ class SceneService:
         )
         result["read_as"] = f"get_scene_statistics with expression '{expression}' ({record.id} is a scene collection)"
         return result
-
-
-def _period_label(interval: str) -> str:
-    """'1999-09' for a month's interval ('1999-09-01T00:00:00Z/1999-09-30T23:59:59Z'), else its first day."""
-    start, _, end = interval.partition("/")
-    if end and start[:7] == end[:7] and start[8:10] == "01":
-        return start[:7]
-    return start[:10]
-
-
-def _statistics_sentence(result: dict[str, Any], method: str, dates: int) -> str:
-    """The statistics in one sentence, the mean first: asked for "the mean of the maximum composite",
-    the 1.5B model quoted p75 from the nested result; it copies a sentence faithfully."""
-    stats = result["statistics"]
-    unit = f" {result['unit']}" if result.get("unit") else ""
-    of = f"the {method} composite of {dates} dates" if dates > 1 else "one date's mosaic"
-    if stats.get("mean") is None:
-        return f"no valid pixel of {result['expression']} in {of} over the area"
-    return (
-        f"mean {stats['mean']}{unit} (min {stats['min']}, max {stats['max']}) of {result['expression']} in {of}"
-        " over the area"
-    )

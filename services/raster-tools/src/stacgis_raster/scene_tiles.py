@@ -25,7 +25,7 @@ from shapely.geometry import box
 
 from stacgis_common.arguments import ArgumentError
 from stacgis_raster import expressions, rasterops, scene_reads
-from stacgis_raster.catalog import CollectionRecord
+from stacgis_raster.records import CollectionRecord
 
 WEB_MERCATOR = "EPSG:3857"
 

@@ -1,13 +1,16 @@
 """What the band and time arguments mean for a collection: the band named (or meant), the time
-steps of `datetime` or of `start`/`end`, and a box of zero size as the point it is."""
+steps of `datetime` or of `start`/`end`, and a box of zero size as the point it is; and the other
+arguments of the single-file tools parsed into typed values (collection id lists, change periods)."""
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Any
 
 from stacgis_common.arguments import ArgumentError
-from stacgis_raster.catalog import BandInfo, CollectionRecord
 from stacgis_raster.errors import UpstreamError
+from stacgis_raster.records import BandInfo, CollectionRecord
 from stacgis_raster.validation import TimeInterval, parse_interval
 
 # Names of statistics a model writes where a band is asked; no band is named so.
@@ -74,3 +77,36 @@ def zero_size_box(bbox: Any) -> tuple[float, float] | None:
         return None
     west, south, east, north = (float(v) for v in bbox)
     return (west, south) if west == east and south == north else None
+
+
+def collection_id_list(value: Any, limit: int) -> list[str]:
+    """The distinct ids of `collection_ids` in their order: a list, or ids in one text split at commas
+    and spaces."""
+    if isinstance(value, str):
+        value = [c for c in re.split(r"[,\s]+", value) if c]
+    if not isinstance(value, list) or not value:
+        raise ArgumentError("collection_ids", "expected a non-empty list of collection ids")
+    if len(value) > limit:
+        raise ArgumentError("collection_ids", f"{len(value)} collections is more than the limit of {limit}")
+    return list(dict.fromkeys(value))
+
+
+def change_threshold(value: Any) -> float:
+    """`detect_change`'s threshold, 0 when absent; a number given is kept as given (an integer stays one)."""
+    if value is None:
+        return 0.0
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise ArgumentError("threshold", "expected a finite number >= 0 (in the band's unit)")
+    threshold: float = value
+    return threshold
+
+
+def change_periods(period_a: Any, period_b: Any) -> tuple[TimeInterval, TimeInterval]:
+    """`detect_change`'s two periods, both required."""
+    a = parse_interval(period_a, "period_a")
+    b = parse_interval(period_b, "period_b")
+    if a is None:
+        raise ArgumentError("period_a", "required, e.g. '1999-01' or '1999-01/1999-03'")
+    if b is None:
+        raise ArgumentError("period_b", "required, e.g. '1999-07' or '1999-07/1999-09'")
+    return a, b

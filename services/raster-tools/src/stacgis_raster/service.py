@@ -5,38 +5,49 @@ areas are read in `places`, band and time arguments in `selection`, results shap
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
-import numpy as np
-import rasterio
 
 from stacgis_common.arguments import ArgumentError
 from stacgis_raster import rasterops, reads
 from stacgis_raster.assets import AssetGuard
-from stacgis_raster.catalog import CatalogSource, CollectionRecord, ItemRecord, search_records
+from stacgis_raster.catalog import CatalogSource
+from stacgis_raster.catalog_search import search_records
 from stacgis_raster.features import FeatureResolver
 from stacgis_raster.metrics import OVERVIEW_READS
 from stacgis_raster.places import PlaceArguments
 from stacgis_raster.reads import ReadLimits
+from stacgis_raster.records import CollectionRecord, ItemRecord
 from stacgis_raster.results import (
-    area_json,
-    band_json,
-    change_summary,
-    iso,
+    catalogue_json,
+    cell_statistics_json,
+    change_json,
+    collection_details,
+    collection_listing,
+    multi_point_entry,
     point_json,
+    search_json,
     series_summary,
-    time_json,
-    weighting,
+    statistics_json,
+    timeseries_json,
+    zonal_json,
 )
-from stacgis_raster.selection import interval_for, select_band, series_interval, zero_size_box
+from stacgis_raster.selection import (
+    change_periods,
+    change_threshold,
+    collection_id_list,
+    interval_for,
+    select_band,
+    series_interval,
+    zero_size_box,
+)
 from stacgis_raster.settings import RasterSettings
 from stacgis_raster.signing import Signer
-from stacgis_raster.validation import BBox, TimeInterval, boxes_overlap, parse_bbox, parse_interval
+from stacgis_raster.validation import BBox, TimeInterval, boxes_overlap
 from stacgis_raster.workers import ReadPool
 
 T = TypeVar("T")
@@ -74,11 +85,7 @@ class RasterService(PlaceArguments):
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """Catalog work (STAC JSON, no pixel reads) in a bounded thread pool."""
-
-        def call() -> T:
-            with rasterio.Env(**self._gdal_env):
-                return fn(*args)
-
+        call = partial(rasterops.in_gdal_env, self._gdal_env, fn, *args)
         return await anyio.to_thread.run_sync(call, limiter=self.limiter, abandon_on_cancel=True)
 
     async def read(
@@ -185,51 +192,19 @@ class RasterService(PlaceArguments):
 
     # -- discovery ---------------------------------------------------------------------
 
-    async def list_collections(self, bbox: Any = None, datetime: Any = None) -> dict[str, Any]:
-        box_filter = parse_bbox(bbox) if bbox is not None else None
-        interval = parse_interval(datetime)
-        records = await self.collections()
-        out = []
-        for record in sorted(records, key=lambda r: r.id):
-            if not boxes_overlap(box_filter, record.bbox):
-                continue
-            if interval and record.time_resolved and not interval.overlaps(record.start, record.end):
-                continue
-            out.append(record.summary())
-        result: dict[str, Any] = {"count": len(out), "collections": out}
-        if interval:
-            result["note"] = "collections that are not time-resolved are listed regardless of datetime"
-        return result
+    async def list_collections(self, bbox: BBox | None, interval: TimeInterval | None) -> dict[str, Any]:
+        return collection_listing(await self.collections(), bbox, interval)
 
     async def catalogue(self) -> dict[str, Any]:
-        """Every collection for the `collections://list` resource: the listing plus the keywords and
-        band names a client needs to tell which collection holds which variable."""
-        records = await self.collections()
-        out = [
-            {**r.summary(), "keywords": r.keywords, "band_names": [b.name for b in r.bands]}
-            for r in sorted(records, key=lambda r: r.id)
-        ]
-        return {"count": len(out), "collections": out}
+        """Every collection for the `collections://list` resource."""
+        return catalogue_json(await self.collections())
 
-    async def search_collections(self, query: Any, limit: int = 10) -> dict[str, Any]:
-        if not isinstance(query, str) or not query.strip():
-            raise ArgumentError("query", "expected a non-empty search text, e.g. 'elevation Luxembourg'")
-        if len(query) > 500:
-            raise ArgumentError("query", "at most 500 characters")
+    async def search_collections(self, query: str, limit: int = 10) -> dict[str, Any]:
         records = await self.collections()
-        hits = [{**r.summary(), "score": round(s, 2)} for s, r in search_records(records, query, limit)]
-        result: dict[str, Any] = {"query": query, "count": len(hits), "collections": hits}
-        if not hits:
-            result["hint"] = "nothing matched; available ids: " + ", ".join(sorted(r.id for r in records))
-        return result
+        return search_json(query, records, search_records(records, query, limit))
 
     async def info(self, collection_id: Any) -> dict[str, Any]:
-        record = await self.collection(collection_id, scenes=True)
-        details = record.details()
-        details["tiles"] = f"/tiles/{record.id}/{{z}}/{{x}}/{{y}}.png"
-        details["tilejson"] = f"/tiles/{record.id}/tilejson.json"
-        details["render_defaults"] = record.render or None
-        return details
+        return collection_details(await self.collection(collection_id, scenes=True))
 
     # -- statistics --------------------------------------------------------------------
 
@@ -262,22 +237,7 @@ class RasterService(PlaceArguments):
         stats, plan = await self.read(reads.composite_stats, self.limits, hrefs, area, info)
         if plan.factor > 1:
             OVERVIEW_READS.inc()
-        result = {
-            "collection_id": record.id,
-            "band": band_json(info),
-            "unit": info.unit,
-            "area": area_json(area, plan),
-            "time": time_json(record, items, note),
-            "resolution": plan.resolution,
-            "weighting": weighting(plan),
-            "statistics": stats,
-        }
-        if len(items) > 1:
-            result["composite"] = f"per-pixel mean of {len(items)} time steps"
-        return result
-
-    # Scene tools shape their areas as these do.
-    area_json = staticmethod(area_json)
+        return statistics_json(record, info, area, plan, items, note, stats)
 
     # -- points and time series ------------------------------------------------------
 
@@ -320,26 +280,7 @@ class RasterService(PlaceArguments):
         record = await self.collection(collection_id)
         info = select_band(record, band)
         found = await self.point(record.id, point[0], point[1], datetime)
-        value = (found["results"][-1].get("values") or {}).get(info.name)
-        reading = value.get("value") if isinstance(value, dict) else value
-        statistics: dict[str, Any] = {"valid_pixels": 0 if reading is None else 1}
-        if reading is not None:
-            statistics.update({"min": reading, "max": reading, "mean": reading})
-            if isinstance(value, dict) and "class" in value:
-                statistics["majority"] = value["class"]
-        return {
-            "collection_id": record.id,
-            "band": band_json(info),
-            "unit": info.unit,
-            "area": {
-                "type": "point",
-                "lon": point[0],
-                "lat": point[1],
-                "note": "a box of zero size is a point: the value of the cell under it",
-            },
-            "time": found["time"],
-            "statistics": statistics,
-        }
+        return cell_statistics_json(record, info, point, found)
 
     async def _outside_message(
         self, record: CollectionRecord, x: float, y: float, place_info: dict[str, Any] | None
@@ -360,25 +301,11 @@ class RasterService(PlaceArguments):
         self, collection_ids: Any, lon: Any, lat: Any, place: Any = None, token: Callable[[], str] | None = None
     ) -> dict[str, Any]:
         x, y, place_info = await self.located_point(place, lon, lat, token)
-        if isinstance(collection_ids, str):
-            collection_ids = [c for c in re.split(r"[,\s]+", collection_ids) if c]
-        if not isinstance(collection_ids, list) or not collection_ids:
-            raise ArgumentError("collection_ids", "expected a non-empty list of collection ids")
-        limit = self.settings.max_point_collections
-        if len(collection_ids) > limit:
-            raise ArgumentError(
-                "collection_ids", f"{len(collection_ids)} collections is more than the limit of {limit}"
-            )
-        records = [await self.collection(c, "collection_ids") for c in dict.fromkeys(collection_ids)]
-        results = []
-        for record in records:
-            single = await self.point(record.id, x, y, outside_is_error=False)
-            entry: dict[str, Any] = {"collection_id": record.id, "title": record.title, "units": single["units"]}
-            first = single["results"][-1]
-            entry.update({k: v for k, v in first.items() if k in {"values", "time", "inside"}})
-            if "note" in single:
-                entry["note"] = single["note"]
-            results.append(entry)
+        ids = collection_id_list(collection_ids, self.settings.max_point_collections)
+        records = [await self.collection(c, "collection_ids") for c in ids]
+        results = [
+            multi_point_entry(record, await self.point(record.id, x, y, outside_is_error=False)) for record in records
+        ]
         if all(entry.get("inside") is False for entry in results):
             raise ArgumentError(
                 "place" if place_info else "lon", await self._outside_message(records[0], x, y, place_info)
@@ -414,31 +341,7 @@ class RasterService(PlaceArguments):
         values = await self.read(reads.point_values, await self.hrefs(items), x, y)
         if not any(v.inside for v in values):
             raise ArgumentError("place" if place_info else "lon", await self._outside_message(record, x, y, place_info))
-        points: list[dict[str, Any]] = [
-            {
-                "time": iso(i.start),
-                "end": iso(i.end) if i.end != i.start else None,
-                "value": v.values[info.index - 1] if v.inside else None,
-            }
-            for i, v in zip(items, values, strict=True)
-        ]
-        valid = [float(p["value"]) for p in points if p["value"] is not None]
-        out: dict[str, Any] = {
-            "collection_id": record.id,
-            "band": band_json(info),
-            "unit": info.unit,
-            **({"place": place_info} if place_info else {}),
-            "lon": x,
-            "lat": y,
-            "pixel_center": next(v.pixel_center for v in values if v.inside),
-            "count": len(points),
-            "points": [{k: v for k, v in p.items() if v is not None or k == "value"} for p in points],
-        }
-        if valid:
-            out["summary"] = {"min": min(valid), "max": max(valid), "mean": rasterops._round(float(np.mean(valid)))}
-        else:
-            out["note"] = "no data at this point in any time step"
-        return out
+        return timeseries_json(record, info, place_info, x, y, items, values)
 
     # -- zonal statistics and change -------------------------------------------------
 
@@ -459,35 +362,7 @@ class RasterService(PlaceArguments):
         items, note = await self.latest_or_matching(record, interval, area.geometry.bounds, 24, area.argument)
         per_item = await self.read(reads.zonal_items, self.limits, await self.hrefs(items), area, info)
         OVERVIEW_READS.inc(sum(1 for _s, r, _f in per_item if not r["native"]))
-        first_stats, resolution, inside_fraction = per_item[0]
-        result: dict[str, Any] = {
-            "collection_id": record.id,
-            "band": band_json(info),
-            "unit": info.unit,
-            **({"place": place_info} if place_info else {}),
-            "area": area_json(area, inside_fraction=inside_fraction),
-            "time": time_json(record, items, note),
-            "resolution": resolution,
-            "method": "exact cell coverage fractions (exactextract) weighted by cell area",
-        }
-        if len(items) == 1:
-            result["statistics"] = first_stats
-        else:
-            result["per_time_step"] = [
-                {
-                    "time": i.time_label(),
-                    **{k: s.get(k) for k in ("mean", "min", "max", "valid_fraction", "majority") if k in s},
-                }
-                for i, (s, _r, _f) in zip(items, per_item, strict=True)
-            ]
-            means = [float(s["mean"]) for s, _r, _f in per_item if "mean" in s]
-            if means:
-                result["summary"] = {
-                    "mean_of_means": rasterops._round(float(np.mean(means))),
-                    "min": min(s["min"] for s, _r, _f in per_item if "min" in s),
-                    "max": max(s["max"] for s, _r, _f in per_item if "max" in s),
-                }
-        return result
+        return zonal_json(record, info, place_info, area, items, note, per_item)
 
     async def change(
         self,
@@ -510,21 +385,8 @@ class RasterService(PlaceArguments):
                 f"'{record.id}' has a single undated state, so there is nothing to compare; "
                 f"time-resolved collections: {', '.join(series)}",
             )
-        if threshold is None:
-            threshold = 0.0
-        if (
-            isinstance(threshold, bool)
-            or not isinstance(threshold, (int, float))
-            or not math.isfinite(threshold)
-            or threshold < 0
-        ):
-            raise ArgumentError("threshold", "expected a finite number >= 0 (in the band's unit)")
-        a = parse_interval(period_a, "period_a")
-        b = parse_interval(period_b, "period_b")
-        if a is None:
-            raise ArgumentError("period_a", "required, e.g. '1999-01' or '1999-01/1999-03'")
-        if b is None:
-            raise ArgumentError("period_b", "required, e.g. '1999-07' or '1999-07/1999-09'")
+        threshold = change_threshold(threshold)
+        a, b = change_periods(period_a, period_b)
         area, place_info = await self.located_area(place, bbox, geometry, token)
         limit = self.settings.max_change_items_per_period
         items_a = await self.items(record, a, area.geometry.bounds, limit, "period_a", area.argument)
@@ -538,23 +400,6 @@ class RasterService(PlaceArguments):
             info,
             float(threshold),
         )
-        plan = stats.pop("_plan")
-        if plan.factor > 1:
+        if stats["_plan"].factor > 1:
             OVERVIEW_READS.inc()
-        summary = change_summary(
-            stats["change"], stats["statistics_a"], stats["statistics_b"], info.unit, (a.text, b.text)
-        )
-        return {
-            "collection_id": record.id,
-            **({"summary": summary} if summary else {}),
-            "band": band_json(info),
-            "unit": info.unit,
-            **({"place": place_info} if place_info else {}),
-            "area": area_json(area, plan),
-            "period_a": {"query": a.text, "time_steps": [i.time_label() for i in items_a]},
-            "period_b": {"query": b.text, "time_steps": [i.time_label() for i in items_b]},
-            "resolution": plan.resolution,
-            "weighting": weighting(plan),
-            "threshold": threshold,
-            **stats,
-        }
+        return change_json(record, info, place_info, area, (a, items_a), (b, items_b), threshold, stats)

@@ -44,10 +44,10 @@ from starlette.routing import Route
 from stacgis_common.arguments import ArgumentError
 from stacgis_common.http_errors import ARGUMENT_ROWS, ErrorRow, ErrorTable
 from stacgis_raster import expressions, reads, scene_reads
-from stacgis_raster.catalog import CollectionRecord, ItemRecord
 from stacgis_raster.errors import UpstreamError
 from stacgis_raster.metrics import TILE_DURATION, TILE_REQUESTS
 from stacgis_raster.rasterops import WGS84
+from stacgis_raster.records import CollectionRecord, ItemRecord
 from stacgis_raster.results import classify
 from stacgis_raster.scene_service import scene_items
 from stacgis_raster.scene_tiles import render_scene_tile, scene_render, tile_bounds_wgs84

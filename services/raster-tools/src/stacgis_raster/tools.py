@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 import anyio
@@ -21,6 +21,7 @@ from stacgis_raster.results import plain
 from stacgis_raster.scene_service import SceneService
 from stacgis_raster.service import RasterService
 from stacgis_raster.settings import RasterSettings
+from stacgis_raster.tool_args import listing_filter, search_text
 from stacgis_raster.workers import DeadlineExceeded
 
 log = logging.getLogger(__name__)
@@ -69,10 +70,11 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
 
     scenes = SceneService(service)
 
-    async def call(tool: str, work: Awaitable[dict[str, Any]]) -> CallToolResult:
+    async def call(tool: str, work: Callable[[], Awaitable[dict[str, Any]]]) -> CallToolResult:
+        """Run a tool's work (its arguments parsed in there, so a refusal is counted as the tool's)."""
         try:
             with TOOLS.observe(tool), anyio.fail_after(settings.tool_timeout_seconds):
-                return compact_result(plain(await work))
+                return compact_result(plain(await work()))
         except DeadlineExceeded as exc:
             raise ToolError(f"{tool}: {exc}; try a smaller area or period") from exc
         except TimeoutError as exc:
@@ -86,7 +88,7 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
 
     @server.tool(annotations=READ_ONLY, description="Use for listing all raster collections (id, extent, time, units).")
     async def list_raster_collections(bbox: BBoxArg = None, datetime: DatetimeArg = None) -> CallToolResult:
-        return await call("list_raster_collections", service.list_collections(bbox, datetime))
+        return await call("list_raster_collections", lambda: service.list_collections(*listing_filter(bbox, datetime)))
 
     @server.tool(
         annotations=READ_ONLY,
@@ -95,13 +97,13 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
     async def search_raster_collections(
         query: Annotated[str, Field(description="Keywords, e.g. 'land cover'")],
     ) -> CallToolResult:
-        return await call("search_raster_collections", service.search_collections(query))
+        return await call("search_raster_collections", lambda: service.search_collections(search_text(query)))
 
     @server.tool(
         annotations=READ_ONLY, description="Use for one collection's bands, units, classes, resolution and dates."
     )
     async def get_raster_info(collection_id: CollectionId) -> CallToolResult:
-        return await call("get_raster_info", service.info(collection_id))
+        return await call("get_raster_info", lambda: service.info(collection_id))
 
     @server.tool(
         annotations=READ_ONLY,
@@ -120,7 +122,7 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
     ) -> CallToolResult:
         return await call(
             "get_raster_statistics",
-            scenes.area_statistics(collection_id, bbox, geometry, datetime, band, token, place=place),
+            lambda: scenes.area_statistics(collection_id, bbox, geometry, datetime, band, token, place=place),
         )
 
     @server.tool(
@@ -135,7 +137,7 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
         datetime: DatetimeArg = None,
     ) -> CallToolResult:
         return await call(
-            "query_raster_point", scenes.point(collection_id, lon, lat, token, datetime=datetime, place=place)
+            "query_raster_point", lambda: scenes.point(collection_id, lon, lat, token, datetime=datetime, place=place)
         )
 
     @server.tool(
@@ -150,7 +152,7 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
     ) -> CallToolResult:
         return await call(
             "query_multiple_rasters_point",
-            service.multi_point(collection_ids, lon, lat, place=place, token=token),
+            lambda: service.multi_point(collection_ids, lon, lat, place=place, token=token),
         )
 
     @server.tool(
@@ -167,7 +169,7 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
     ) -> CallToolResult:
         return await call(
             "get_timeseries",
-            service.timeseries(collection_id, lon, lat, start, end, band, place=place, token=token),
+            lambda: service.timeseries(collection_id, lon, lat, start, end, band, place=place, token=token),
         )
 
     @server.tool(
@@ -182,7 +184,7 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
         band: BandArg = None,
     ) -> CallToolResult:
         return await call(
-            "compute_zonal_stats", service.zonal(collection_id, geometry, datetime, band, token, place=place)
+            "compute_zonal_stats", lambda: service.zonal(collection_id, geometry, datetime, band, token, place=place)
         )
 
     @server.tool(
@@ -203,7 +205,9 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
     ) -> CallToolResult:
         return await call(
             "detect_change",
-            service.change(collection_id, geometry, bbox, period_a, period_b, band, threshold, token, place=place),
+            lambda: service.change(
+                collection_id, geometry, bbox, period_a, period_b, band, threshold, token, place=place
+            ),
         )
 
     @server.tool(
@@ -228,7 +232,7 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
     ) -> CallToolResult:
         return await call(
             "search_items",
-            scenes.search(
+            lambda: scenes.search(
                 collection_id,
                 token,
                 place=place,
@@ -264,7 +268,7 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
     ) -> CallToolResult:
         return await call(
             "get_scene_statistics",
-            scenes.statistics(
+            lambda: scenes.statistics(
                 collection_id,
                 expression,
                 token,
@@ -298,7 +302,7 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
     ) -> CallToolResult:
         return await call(
             "get_scene_timeseries",
-            scenes.timeseries(
+            lambda: scenes.timeseries(
                 collection_id,
                 expression,
                 token,
