@@ -56,6 +56,7 @@ from private_stack import (  # noqa: E402
     StackOptions,
     private_stack,
     read_env_file,
+    run_as_owner,
     state_directory,
 )
 from scripted_rules import PACED_PER_SECOND, reliability_rules  # noqa: E402
@@ -285,7 +286,8 @@ class GatewayRig:
             {
                 **base,
                 "GATEWAY_PORT": str(gateway_port),
-                "GATEWAY_DATABASE_URL": self.infra.pg_dsn,
+                "STACGIS_OWNER_DATABASE_URL": self.infra.pg_dsn,
+                "GATEWAY_DATABASE_URL": self.infra.app_dsn,
                 "GATEWAY_REDIS_URL": self.infra.redis_url,
                 "GATEWAY_ORCHESTRATOR_URL": f"http://127.0.0.1:{orchestrator_port}",
                 "GATEWAY_AUTH_MODE": "trusted-header",
@@ -302,6 +304,9 @@ class GatewayRig:
 
     def __enter__(self) -> GatewayRig:
         self.infra.up()
+        # As deployed: the owner migrates, the gateway connects as the application role.
+        self.infra.grant_app_role()
+        run_as_owner("gateway migrations", [PYTHON, "-m", "stacgis_gateway.migrate"], self.gateway.env)
         self.orchestrator.start().wait_ready()
         self.gateway.start().wait_ready()
         return self

@@ -7,6 +7,9 @@ real embeddings), the four MCP tool servers, the orchestrator, one or more gatew
 ingress built from the same template `make up` uses. The services get `deploy/local/stack.env` (the
 environment the chart sets) with the addresses rewritten, plus each suite's overrides.
 
+As in `make up` and the chart, the services connect as the application role (no superuser, no DDL),
+which is granted the rows of this stack's database; migrations and data loads run as the owner.
+
 The Postgres state lives in .local/reliability (kept between runs, so the vector and knowledge data
 load once); a second concurrent session falls back to a fresh temporary directory.
 """
@@ -37,6 +40,8 @@ import httpx
 from stacgis_common.testing import REPO_ROOT, free_port
 
 sys.path.insert(0, str(REPO_ROOT / "scripts"))
+import local_infra  # scripts/local_infra.py: the Postgres binaries and the application role's grants
+import stack_build  # scripts/stack_build.py: the owner's environment for migrations and data loads
 import stack_env  # scripts/stack_env.py: stack.env as `make up` reads it
 import stack_ingress  # scripts/stack_ingress.py: the nginx template as `make up` renders it
 
@@ -77,6 +82,23 @@ def http_ok(url: str, timeout: float = 2.0) -> bool:
         return httpx.get(url, timeout=timeout).status_code == 200
     except httpx.HTTPError:
         return False
+
+
+def run_as_owner(title: str, command: list[str], env: dict[str, str]) -> None:
+    """A migration or data load with every database URL of `env` the owner's (STACGIS_OWNER_DATABASE_URL)."""
+    started = time.monotonic()
+    done = subprocess.run(
+        command,
+        env={**os.environ, **stack_build.owner_env(env)},
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{title} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    say(f"{title} ready ({time.monotonic() - started:.1f}s)")
 
 
 class Proc:
@@ -188,13 +210,22 @@ class Infra:
 
     database = "stacgis"
 
+    def _dsn(self, role: str, password: str, database: str | None = None) -> str:
+        return f"postgresql://{role}:{password}@127.0.0.1:{self.pg_port}/{database or self.database}"
+
     @property
     def pg_dsn(self) -> str:
-        return f"postgresql://stacgis:stacgis@127.0.0.1:{self.pg_port}/{self.database}"
+        """The owner role's (a superuser): migrations, data loads and the tests' own reads and plants."""
+        return self._dsn(local_infra.PG_USER, local_infra.PG_PASSWORD)
 
-    def _admin(self, sql: str) -> None:
+    @property
+    def app_dsn(self) -> str:
+        """The application role's, which every service connects as (see grant_app_role)."""
+        return self._dsn(local_infra.APP_USER, local_infra.APP_PASSWORD)
+
+    def _admin(self, sql: str, database: str = local_infra.PG_DB) -> None:
         async def run() -> None:
-            connection = await asyncpg.connect(f"postgresql://stacgis:stacgis@127.0.0.1:{self.pg_port}/stacgis")
+            connection = await asyncpg.connect(self._dsn(local_infra.PG_USER, local_infra.PG_PASSWORD, database))
             try:
                 await connection.execute(sql)
             finally:
@@ -206,6 +237,11 @@ class Infra:
         """A new empty database for this stack (dropped by drop_database), instead of the kept one."""
         self.database = f"reliability_{uuid.uuid4().hex[:12]}"
         self._admin(f'CREATE DATABASE "{self.database}"')
+
+    def grant_app_role(self) -> None:
+        """The application role and its grants in this stack's database (idempotent), as `make up` makes
+        them in its own: before the migrations, so the default privileges cover the tables they create."""
+        self._admin(local_infra.app_role_sql(self.database), self.database)
 
     def drop_database(self) -> None:
         if self.database != "stacgis":
@@ -229,9 +265,6 @@ class Infra:
         subprocess.run([PYTHON, str(LOCAL_INFRA), "down"], env=self.env, check=False, stdout=subprocess.DEVNULL)
 
     def _pg_ctl(self, *args: str) -> None:
-        sys.path.insert(0, str(LOCAL_INFRA.parent))
-        import local_infra
-
         command = [str(local_infra.pg_bin() / "pg_ctl"), "-D", str(self.state_dir / "pgdata"), *args]
         subprocess.run(local_infra.as_pg_user(command), check=True, stdout=subprocess.DEVNULL)
 
@@ -362,7 +395,8 @@ class PrivateStack:
                 "ORCHESTRATOR_MCP_SERVERS": json.dumps(
                     {name: f"http://127.0.0.1:{port}/mcp" for name, port in ports.items()}
                 ),
-                "GATEWAY_DATABASE_URL": self.infra.pg_dsn,
+                "STACGIS_OWNER_DATABASE_URL": self.infra.pg_dsn,
+                "GATEWAY_DATABASE_URL": self.infra.app_dsn,
                 "GATEWAY_REDIS_URL": self.infra.redis_url,
                 "GATEWAY_ORCHESTRATOR_URL": f"http://127.0.0.1:{orchestrator_port}",
                 # Outside MCP clients reach this stack's tool servers, never the ones on the fixed ports.
@@ -382,15 +416,22 @@ class PrivateStack:
         for name, port in ports.items():
             prefix = TOOL_SERVERS[name][1]
             env[f"{prefix}PORT"] = str(port)
-            env[f"{prefix}DATABASE_URL"] = self.infra.pg_dsn
+            env[f"{prefix}DATABASE_URL"] = self.infra.app_dsn
             env[f"{prefix}EMBEDDING_BASE_URL"] = model
             env[f"{prefix}LOG_LEVEL"] = "WARNING"
         env.update(self.options.env)
         return env
 
     def _prepare_data(self) -> None:
-        """The data every service expects: raster COGs + STAC, vector features, knowledge, migrations."""
+        """Migrations and the data every service expects (raster COGs + STAC, vector features, knowledge),
+        as the owner: the services' role may not create or alter schemas."""
         steps: list[tuple[str, list[str]]] = []
+        packages = [TOOL_SERVERS[name][0] for name in self.tools]
+        if self.options.gateways:
+            packages.append("stacgis_gateway")
+        for package in packages:
+            if installed(f"{package}.migrate"):
+                steps.append((f"{package} migrations", [PYTHON, "-m", f"{package}.migrate"]))
         if "raster" in self.tools:
             steps.append(
                 (
@@ -415,22 +456,8 @@ class PrivateStack:
             )
         if "knowledge" in self.tools and installed("stacgis_knowledge.ingest"):
             steps.append(("knowledge base", [PYTHON, "-m", "stacgis_knowledge.ingest", str(REPO_ROOT / "knowledge")]))
-        if "memory" in self.tools and installed("stacgis_memory.migrate"):
-            steps.append(("memory migrations", [PYTHON, "-m", "stacgis_memory.migrate"]))
         for title, command in steps:
-            started = time.monotonic()
-            done = subprocess.run(
-                command,
-                env={**os.environ, **self.env},
-                cwd=REPO_ROOT,
-                capture_output=True,
-                text=True,
-                timeout=900,
-                check=False,
-            )
-            if done.returncode != 0:
-                raise RuntimeError(f"{title} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-            say(f"{title} ready ({time.monotonic() - started:.1f}s)")
+            run_as_owner(title, command, self.env)
 
     def _nginx_config(self) -> Path:
         """deploy/local/nginx.conf.template with our paths, our port and our gateways as the upstream."""
@@ -469,6 +496,7 @@ class PrivateStack:
         self.infra.up()
         if self.options.fresh_database:
             self.infra.use_fresh_database()
+        self.infra.grant_app_role()
         self.env = self._service_env()
         (self.logs / "rules.json").write_text(json.dumps({"rules": self.options.rules}, indent=1))
         # Under the local stack's supervisor, as `make up` runs it: a killed model server comes back by
