@@ -1,5 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { CollectionMeta } from "./collectionMeta";
+import type { FrontendToolName } from "./frontendToolNames";
 import { colorOf, colorsFor, parseRange, type LegendInfo } from "./legend";
 
 /** The part of maplibre-gl's Map the bridge uses; tests pass a small fake. */
@@ -82,14 +83,6 @@ export interface BridgeResult {
   ok: boolean;
   message: string;
 }
-
-export const FRONTEND_TOOLS = [
-  "zoom_to_location",
-  "visualize_collection",
-  "set_map_style",
-  "toggle_ui_panel",
-  "generate_chart",
-] as const;
 
 export class BridgeError extends Error {}
 
@@ -325,27 +318,30 @@ function togglePanel(args: JsonObject, env: BridgeEnv): BridgeResult {
 }
 
 /**
- * Carries out one frontend-tool event on the map and the UI. Charts are drawn by
- * the conversation itself; here generate_chart only makes sure the chat is visible.
+ * One handler per frontend tool the orchestrator offers (the names are generated from its list, so a
+ * tool added there and not here fails the type check). Charts are drawn by the conversation itself;
+ * here generate_chart only makes sure the chat is visible.
  */
+const HANDLERS: Record<FrontendToolName, (args: JsonObject, env: BridgeEnv) => BridgeResult | Promise<BridgeResult>> = {
+  zoom_to_location: zoomTo,
+  visualize_collection: visualize,
+  set_map_style: mapStyle,
+  toggle_ui_panel: togglePanel,
+  generate_chart: (_args, env) => {
+    env.setPanel("chat", true);
+    return { ok: true, message: "Chart shown in the conversation" };
+  },
+};
+
+function isFrontendTool(name: string): name is FrontendToolName {
+  return Object.hasOwn(HANDLERS, name);
+}
+
+/** Carries out one frontend-tool event on the map and the UI. */
 export async function applyFrontendTool(name: string, args: JsonObject | undefined, env: BridgeEnv): Promise<BridgeResult> {
-  const a = args ?? {};
+  if (!isFrontendTool(name)) return { ok: false, message: `Unknown map command ${name}` };
   try {
-    switch (name) {
-      case "zoom_to_location":
-        return zoomTo(a, env);
-      case "visualize_collection":
-        return await visualize(a, env);
-      case "set_map_style":
-        return mapStyle(a, env);
-      case "toggle_ui_panel":
-        return togglePanel(a, env);
-      case "generate_chart":
-        env.setPanel("chat", true);
-        return { ok: true, message: "Chart shown in the conversation" };
-      default:
-        return { ok: false, message: `Unknown map command ${name}` };
-    }
+    return await HANDLERS[name](args ?? {}, env);
   } catch (err) {
     if (err instanceof BridgeError) return { ok: false, message: err.message };
     throw err;
