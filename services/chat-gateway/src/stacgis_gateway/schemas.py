@@ -11,8 +11,9 @@ from typing import Annotated, Any, Literal
 from fastapi.exceptions import RequestValidationError
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
+from stacgis_common.geojson import check_feature, check_geometry
+
 from .config import GatewaySettings
-from .geo import check_feature, check_geometry
 
 
 def field_error(loc: tuple[str, ...], message: str, value: Any = None) -> RequestValidationError:
