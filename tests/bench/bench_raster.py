@@ -47,7 +47,8 @@ from stacgis_raster.assets import AssetGuard
 from stacgis_raster.catalog import StaticCatalogSource
 from stacgis_raster.records import CollectionRecord
 from stacgis_raster.settings import RasterSettings
-from stacgis_raster.tiles import TileResult, render_options, render_tile
+from stacgis_raster.tile_params import render_options
+from stacgis_raster.tile_reads import TileResult, render_tile
 
 DATA = REPO_ROOT / ".local" / "data"
 CATALOG = DATA / "stac" / "catalog.json"

@@ -333,7 +333,7 @@ def cell_statistics_json(
 
 
 def multi_point_entry(record: CollectionRecord, single: dict[str, Any]) -> dict[str, Any]:
-    """One collection's line of `query_raster_points`, from `point_json`'s answer."""
+    """One collection's line of `query_multiple_rasters_point`, from `point_json`'s answer."""
     entry: dict[str, Any] = {"collection_id": record.id, "title": record.title, "units": single["units"]}
     first = single["results"][-1]
     entry.update({k: v for k, v in first.items() if k in {"values", "time", "inside"}})

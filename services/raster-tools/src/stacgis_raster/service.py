@@ -13,7 +13,7 @@ import anyio
 import anyio.to_thread
 
 from stacgis_common.arguments import ArgumentError
-from stacgis_raster import rasterops, reads
+from stacgis_raster import rasterops, reads, results
 from stacgis_raster.assets import AssetGuard
 from stacgis_raster.catalog import CatalogSource
 from stacgis_raster.catalog_search import search_records
@@ -22,20 +22,6 @@ from stacgis_raster.metrics import OVERVIEW_READS
 from stacgis_raster.places import PlaceArguments
 from stacgis_raster.reads import ReadLimits
 from stacgis_raster.records import CollectionRecord, ItemRecord
-from stacgis_raster.results import (
-    catalogue_json,
-    cell_statistics_json,
-    change_json,
-    collection_details,
-    collection_listing,
-    multi_point_entry,
-    point_json,
-    search_json,
-    series_summary,
-    statistics_json,
-    timeseries_json,
-    zonal_json,
-)
 from stacgis_raster.selection import (
     change_periods,
     change_threshold,
@@ -193,18 +179,18 @@ class RasterService(PlaceArguments):
     # -- discovery ---------------------------------------------------------------------
 
     async def list_collections(self, bbox: BBox | None, interval: TimeInterval | None) -> dict[str, Any]:
-        return collection_listing(await self.collections(), bbox, interval)
+        return results.collection_listing(await self.collections(), bbox, interval)
 
     async def catalogue(self) -> dict[str, Any]:
         """Every collection for the `collections://list` resource."""
-        return catalogue_json(await self.collections())
+        return results.catalogue_json(await self.collections())
 
     async def search_collections(self, query: str, limit: int = 10) -> dict[str, Any]:
         records = await self.collections()
-        return search_json(query, records, search_records(records, query, limit))
+        return results.search_json(query, records, search_records(records, query, limit))
 
     async def info(self, collection_id: Any) -> dict[str, Any]:
-        return collection_details(await self.collection(collection_id, scenes=True))
+        return results.collection_details(await self.collection(collection_id, scenes=True))
 
     # -- statistics --------------------------------------------------------------------
 
@@ -237,7 +223,7 @@ class RasterService(PlaceArguments):
         stats, plan = await self.read(reads.composite_stats, self.limits, hrefs, area, info)
         if plan.factor > 1:
             OVERVIEW_READS.inc()
-        return statistics_json(record, info, area, plan, items, note, stats)
+        return results.statistics_json(record, info, area, plan, items, note, stats)
 
     # -- points and time series ------------------------------------------------------
 
@@ -260,7 +246,7 @@ class RasterService(PlaceArguments):
             # "the warmest month of 1999 here" is answered whichever point tool was chosen.
             items = await self.items(record, None, None, self.settings.max_timeseries_items)
             values = await self.read(reads.point_values, await self.hrefs(items), x, y)
-            series = series_summary(items, values, record.bands[0]) if record.bands else None
+            series = results.series_summary(items, values, record.bands[0]) if record.bands else None
             items, values = items[-1:], values[-1:]
             note = f"latest time step used ({items[0].time_label()}); pass datetime to choose"
             if series:
@@ -271,7 +257,7 @@ class RasterService(PlaceArguments):
         if outside_is_error and not any(v.inside for v in values):
             # An error, not a result with "inside": false: a small model reads a result as an answer.
             raise ArgumentError("place" if place_info else "lon", await self._outside_message(record, x, y, place_info))
-        return point_json(record, items, values, x, y, place_info, note, series)
+        return results.point_json(record, items, values, x, y, place_info, note, series)
 
     async def _cell_statistics(
         self, collection_id: Any, point: tuple[float, float], datetime: Any, band: Any
@@ -280,7 +266,7 @@ class RasterService(PlaceArguments):
         record = await self.collection(collection_id)
         info = select_band(record, band)
         found = await self.point(record.id, point[0], point[1], datetime)
-        return cell_statistics_json(record, info, point, found)
+        return results.cell_statistics_json(record, info, point, found)
 
     async def _outside_message(
         self, record: CollectionRecord, x: float, y: float, place_info: dict[str, Any] | None
@@ -303,15 +289,16 @@ class RasterService(PlaceArguments):
         x, y, place_info = await self.located_point(place, lon, lat, token)
         ids = collection_id_list(collection_ids, self.settings.max_point_collections)
         records = [await self.collection(c, "collection_ids") for c in ids]
-        results = [
-            multi_point_entry(record, await self.point(record.id, x, y, outside_is_error=False)) for record in records
+        entries = [
+            results.multi_point_entry(record, await self.point(record.id, x, y, outside_is_error=False))
+            for record in records
         ]
-        if all(entry.get("inside") is False for entry in results):
+        if all(entry.get("inside") is False for entry in entries):
             raise ArgumentError(
                 "place" if place_info else "lon", await self._outside_message(records[0], x, y, place_info)
             )
         head = {"place": place_info} if place_info else {}
-        return {**head, "lon": x, "lat": y, "count": len(results), "results": results}
+        return {**head, "lon": x, "lat": y, "count": len(entries), "results": entries}
 
     async def timeseries(
         self,
@@ -341,7 +328,7 @@ class RasterService(PlaceArguments):
         values = await self.read(reads.point_values, await self.hrefs(items), x, y)
         if not any(v.inside for v in values):
             raise ArgumentError("place" if place_info else "lon", await self._outside_message(record, x, y, place_info))
-        return timeseries_json(record, info, place_info, x, y, items, values)
+        return results.timeseries_json(record, info, place_info, x, y, items, values)
 
     # -- zonal statistics and change -------------------------------------------------
 
@@ -362,7 +349,7 @@ class RasterService(PlaceArguments):
         items, note = await self.latest_or_matching(record, interval, area.geometry.bounds, 24, area.argument)
         per_item = await self.read(reads.zonal_items, self.limits, await self.hrefs(items), area, info)
         OVERVIEW_READS.inc(sum(1 for _s, r, _f in per_item if not r["native"]))
-        return zonal_json(record, info, place_info, area, items, note, per_item)
+        return results.zonal_json(record, info, place_info, area, items, note, per_item)
 
     async def change(
         self,
@@ -402,4 +389,4 @@ class RasterService(PlaceArguments):
         )
         if stats["_plan"].factor > 1:
             OVERVIEW_READS.inc()
-        return change_json(record, info, place_info, area, (a, items_a), (b, items_b), threshold, stats)
+        return results.change_json(record, info, place_info, area, (a, items_a), (b, items_b), threshold, stats)

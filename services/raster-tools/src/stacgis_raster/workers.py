@@ -24,7 +24,7 @@ T = TypeVar("T")
 
 # Workers are forked from a server process that has these imported already, so a replacement
 # worker starts in milliseconds and shares their pages; forking the threaded service itself is unsafe.
-PRELOAD = ["stacgis_raster.reads", "stacgis_raster.tiles"]
+PRELOAD = ["stacgis_raster.reads", "stacgis_raster.tile_reads", "stacgis_raster.scene_tiles"]
 
 _gdal_env: dict[str, str | int] = {}
 
