@@ -9,6 +9,7 @@ from typing import Any
 
 from google.protobuf import json_format
 
+from stacgis_common.geojson import check_feature, check_geometry
 from stacgis_proto.v1 import run_pb2
 
 from ..events import message_from_proto
@@ -19,15 +20,6 @@ from .errors import InvalidField
 RUN_ID = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
 MODEL_NAME = re.compile(r"^[A-Za-z0-9._:/@-]{1,200}$")
 ROLES = ("system", "user", "assistant", "tool")
-GEOMETRY_TYPES = (
-    "Point",
-    "MultiPoint",
-    "LineString",
-    "MultiLineString",
-    "Polygon",
-    "MultiPolygon",
-    "GeometryCollection",
-)
 MAX_GEOJSON_CHARS = 1_000_000
 MAX_STEPS_LIMIT = 100
 
@@ -60,21 +52,10 @@ def _field_of(message: str) -> str:
 def _check_geojson(field: str, value: dict[str, Any], feature: bool) -> None:
     if len(json.dumps(value)) > MAX_GEOJSON_CHARS:
         raise InvalidField(field, f"larger than {MAX_GEOJSON_CHARS} characters of GeoJSON")
-    geometry = value
-    if feature:
-        if value.get("type") != "Feature":
-            raise InvalidField(field, 'must be a GeoJSON Feature ("type": "Feature")')
-        geometry = value.get("geometry") or {}
-        if not geometry:
-            return
-    kind = geometry.get("type")
-    if kind not in GEOMETRY_TYPES:
-        raise InvalidField(field, f"geometry type must be one of {', '.join(GEOMETRY_TYPES)}, got {kind!r}")
-    if kind == "GeometryCollection":
-        if not isinstance(geometry.get("geometries"), list):
-            raise InvalidField(field, "a GeometryCollection needs a geometries list")
-    elif not isinstance(geometry.get("coordinates"), list):
-        raise InvalidField(field, "geometry needs a coordinates array")
+    try:
+        (check_feature if feature else check_geometry)(value)
+    except ValueError as error:
+        raise InvalidField(field, str(error)) from None
 
 
 def validated_inputs(
