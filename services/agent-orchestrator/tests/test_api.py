@@ -80,6 +80,23 @@ BAD_RUNS = [
         {"message": "hi", "spatialContext": {"drawnGeometry": {"type": "Circle", "coordinates": []}}},
         "spatialContext.drawnGeometry",
     ),
+    (  # checked as the gateway checks it: coordinates inside WGS84 ranges
+        {"message": "hi", "spatialContext": {"drawnGeometry": {"type": "Point", "coordinates": [200, 10]}}},
+        "longitude 200.0 is outside -180..180",
+    ),
+    (
+        {
+            "message": "hi",
+            "spatialContext": {
+                "selectedFeature": {
+                    "type": "Feature",
+                    "properties": {},
+                    "geometry": {"type": "Point", "coordinates": [0, 95]},
+                }
+            },
+        },
+        "latitude 95.0 is outside -90..90",
+    ),
     ({"message": "hi", "options": {"maxSteps": 1000}}, "options.maxSteps"),
     ({"message": "hi", "options": {"model": "bad model name!"}}, "options.model"),
     ({"message": "hi", "runId": "not a valid id"}, "runId"),
