@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import SettingsConfigDict
 
-from stacgis_common.settings import ServiceSettings
+from stacgis_common.settings import EmbeddingSettings
 
 DEFAULT_MCP_SERVERS = {
     "raster": "http://127.0.0.1:8011/mcp",
@@ -17,7 +17,7 @@ DEFAULT_MCP_SERVERS = {
 }
 
 
-class OrchestratorSettings(ServiceSettings):
+class OrchestratorSettings(EmbeddingSettings):
     model_config = SettingsConfigDict(env_prefix="ORCHESTRATOR_", extra="ignore", frozen=True)
 
     port: int = 8001
@@ -52,13 +52,8 @@ class OrchestratorSettings(ServiceSettings):
     # Read tool calls written as text (<tool_call>{...}</tool_call>, JSON) when a model has no native calls.
     llm_text_tool_fallback: bool = True
 
-    # Embeddings for dynamic tool selection.
-    embedding_provider: Literal["ollama", "openai"] = "ollama"
-    embedding_base_url: str = "http://127.0.0.1:11434"
-    embedding_model: str = "all-minilm"
-    embedding_dimension: int = Field(default=384, ge=1)
-    embedding_api_key: SecretStr | None = None
-    # A slow embedding server must not stall a step: ranking then falls back to keywords.
+    # Embeddings for dynamic tool selection (the model is named by EmbeddingSettings' fields). A slow
+    # embedding server must not stall a step: ranking then falls back to keywords.
     embedding_timeout_seconds: float = Field(default=5.0, gt=0)
 
     # MCP tool servers: name -> URL of the /mcp endpoint. Order decides who keeps a colliding tool name.

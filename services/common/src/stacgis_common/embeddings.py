@@ -7,6 +7,8 @@ from typing import Literal
 
 import httpx
 
+from .settings import EmbeddingSettings
+
 Provider = Literal["ollama", "openai"]
 
 
@@ -74,6 +76,20 @@ class EmbeddingsClient:
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+
+def embeddings_client(settings: EmbeddingSettings) -> EmbeddingsClient:
+    """The client of the embedding model the settings name."""
+    api_key = settings.embedding_api_key.get_secret_value() if settings.embedding_api_key else None
+    return EmbeddingsClient(
+        settings.embedding_provider,
+        settings.embedding_base_url,
+        settings.embedding_model,
+        settings.embedding_dimension,
+        batch_size=settings.embedding_batch_size,
+        api_key=api_key,
+        timeout=settings.embedding_timeout_seconds,
+    )
 
 
 def cosine(a: list[float], b: list[float]) -> float:

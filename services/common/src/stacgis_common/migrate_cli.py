@@ -12,8 +12,9 @@ import asyncio
 import sys
 
 from .db import apply_migrations, create_pool
+from .embeddings import embeddings_client
 from .pgvector import EmbeddedTable, EmbeddingMismatch, reembed
-from .pgvector_runtime import embeddings_client, migrate
+from .pgvector_runtime import migrate
 from .settings import PgvectorSettings, load_settings
 
 

@@ -12,25 +12,13 @@ import asyncpg
 from starlette.applications import Starlette
 
 from .db import apply_migrations, create_pool
-from .embeddings import EmbeddingsClient
+from .embeddings import EmbeddingsClient, embeddings_client
 from .health import Check
 from .pgvector import EmbeddedTable, ensure_embedding_column
 from .settings import PgvectorSettings
 
 S = TypeVar("S", bound=PgvectorSettings)
 T = TypeVar("T")
-
-
-def embeddings_client(settings: PgvectorSettings) -> EmbeddingsClient:
-    api_key = settings.embedding_api_key.get_secret_value() if settings.embedding_api_key else None
-    return EmbeddingsClient(
-        settings.embedding_provider,
-        settings.embedding_base_url,
-        settings.embedding_model,
-        settings.embedding_dimension,
-        batch_size=settings.embedding_batch_size,
-        api_key=api_key,
-    )
 
 
 async def migrate(pool: asyncpg.Pool, settings: PgvectorSettings, table: EmbeddedTable) -> None:

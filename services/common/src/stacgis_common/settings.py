@@ -58,20 +58,28 @@ class ServiceSettings(BaseSettings):
         return check_secret(value, (DEV_TOKEN_SECRET,), info)
 
 
-class PgvectorSettings(ServiceSettings):
+class EmbeddingSettings(ServiceSettings):
+    """The embedding model a service calls, whose client stacgis_common.embeddings.embeddings_client builds:
+    the pgvector tool servers embed stored text with it, the orchestrator ranks tools."""
+
+    embedding_provider: Literal["ollama", "openai"] = "ollama"
+    embedding_base_url: str = "http://127.0.0.1:11434"
+    embedding_model: str = "all-minilm"
+    embedding_dimension: int = Field(default=384, ge=1)
+    embedding_api_key: SecretStr | None = None
+    embedding_batch_size: int = Field(default=64, ge=1, le=2048)
+    embedding_timeout_seconds: float = Field(default=60.0, gt=0)
+
+
+class PgvectorSettings(EmbeddingSettings):
     """Fields of the services that keep embedded text in Postgres + pgvector (vector-, knowledge-,
     memory-tools) and search it hybrid (vector and full text fused by reciprocal rank)."""
 
     database_url: str = "postgresql://stacgis:stacgis@127.0.0.1:55432/stacgis"
     db_pool_size: int = Field(default=10, ge=1, le=100)
 
-    embedding_provider: Literal["ollama", "openai"] = "ollama"
-    embedding_base_url: str = "http://127.0.0.1:11434"
-    embedding_model: str = "all-minilm"
     # pgvector's HNSW indexes vectors of at most 2000 dimensions.
     embedding_dimension: int = Field(default=384, ge=1, le=2000)
-    embedding_api_key: SecretStr | None = None
-    embedding_batch_size: int = Field(default=64, ge=1, le=2048)
 
     # Candidates each ranker (name, full text, vector) hands to the fusion.
     candidates_per_ranker: int = Field(default=50, ge=1, le=1000)
