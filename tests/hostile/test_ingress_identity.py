@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from stacgis_common.testing import REPO_ROOT, RunningService, free_port, run_service
+from stacgis_common.testing import REPO_ROOT, RunningService, free_port, run_migrations, run_service
 
 sys.path.insert(0, str(REPO_ROOT / "scripts"))
 import stack_ingress  # scripts/stack_ingress.py: the nginx template as `make up` renders it
@@ -22,10 +22,10 @@ import stack_ingress  # scripts/stack_ingress.py: the nginx template as `make up
 SESSIONS = "/api/v1/chat/sessions"
 
 
-def gateway_env(pg_dsn: str, redis_url: str, port: int, **extra: str) -> dict[str, str]:
+def gateway_env(dsn: str, redis_url: str, port: int, **extra: str) -> dict[str, str]:
     return {
         "GATEWAY_PORT": str(port),
-        "GATEWAY_DATABASE_URL": pg_dsn,
+        "GATEWAY_DATABASE_URL": dsn,
         "GATEWAY_REDIS_URL": redis_url,
         "GATEWAY_REDIS_KEY_PREFIX": f"ingress-{uuid.uuid4().hex[:6]}:",
         "GATEWAY_ORCHESTRATOR_URL": "http://127.0.0.1:9",
@@ -82,10 +82,17 @@ class Ingress:
 
 
 @pytest.fixture(scope="module")
-def anonymous(pg_dsn: str, redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ingress]:
+def gateway_dsn(pg_dsn: str, app_dsn: str) -> str:
+    """As deployed: the owner migrates, the gateway connects as the application role."""
+    run_migrations("stacgis_gateway", {"GATEWAY_DATABASE_URL": pg_dsn})
+    return app_dsn
+
+
+@pytest.fixture(scope="module")
+def anonymous(gateway_dsn: str, redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ingress]:
     port = free_port()
     env = gateway_env(
-        pg_dsn, redis_url, port, GATEWAY_AUTH_MODE="anonymous", GATEWAY_ANONYMOUS_RATE_LIMIT_PER_MINUTE="3"
+        gateway_dsn, redis_url, port, GATEWAY_AUTH_MODE="anonymous", GATEWAY_ANONYMOUS_RATE_LIMIT_PER_MINUTE="3"
     )
     with run_service("stacgis_gateway", env, port), Ingress(tmp_path_factory.mktemp("ingress-anon"), port) as ingress:
         yield ingress
@@ -93,11 +100,11 @@ def anonymous(pg_dsn: str, redis_url: str, tmp_path_factory: pytest.TempPathFact
 
 @pytest.fixture(scope="module")
 def trusted_header(
-    pg_dsn: str, redis_url: str, tmp_path_factory: pytest.TempPathFactory
+    gateway_dsn: str, redis_url: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[RunningService, Ingress]]:
     port = free_port()
     env = gateway_env(
-        pg_dsn,
+        gateway_dsn,
         redis_url,
         port,
         GATEWAY_AUTH_MODE="trusted-header",

@@ -37,10 +37,10 @@ from typing import IO, Any
 import asyncpg
 import httpx
 
-from stacgis_common.testing import REPO_ROOT, free_port
+from stacgis_common.testing import REPO_ROOT, app_role_url, free_port, grant_app_role
 
 sys.path.insert(0, str(REPO_ROOT / "scripts"))
-import local_infra  # scripts/local_infra.py: the Postgres binaries and the application role's grants
+import local_infra  # scripts/local_infra.py: the Postgres binaries and roles
 import stack_build  # scripts/stack_build.py: the owner's environment for migrations and data loads
 import stack_env  # scripts/stack_env.py: stack.env as `make up` reads it
 import stack_ingress  # scripts/stack_ingress.py: the nginx template as `make up` renders it
@@ -210,22 +210,22 @@ class Infra:
 
     database = "stacgis"
 
-    def _dsn(self, role: str, password: str, database: str | None = None) -> str:
-        return f"postgresql://{role}:{password}@127.0.0.1:{self.pg_port}/{database or self.database}"
+    def _owner_dsn(self, database: str) -> str:
+        return f"postgresql://{local_infra.PG_USER}:{local_infra.PG_PASSWORD}@127.0.0.1:{self.pg_port}/{database}"
 
     @property
     def pg_dsn(self) -> str:
         """The owner role's (a superuser): migrations, data loads and the tests' own reads and plants."""
-        return self._dsn(local_infra.PG_USER, local_infra.PG_PASSWORD)
+        return self._owner_dsn(self.database)
 
     @property
     def app_dsn(self) -> str:
         """The application role's, which every service connects as (see grant_app_role)."""
-        return self._dsn(local_infra.APP_USER, local_infra.APP_PASSWORD)
+        return app_role_url(self.pg_dsn)
 
-    def _admin(self, sql: str, database: str = local_infra.PG_DB) -> None:
+    def _admin(self, sql: str) -> None:
         async def run() -> None:
-            connection = await asyncpg.connect(self._dsn(local_infra.PG_USER, local_infra.PG_PASSWORD, database))
+            connection = await asyncpg.connect(self._owner_dsn(local_infra.PG_DB))
             try:
                 await connection.execute(sql)
             finally:
@@ -241,7 +241,7 @@ class Infra:
     def grant_app_role(self) -> None:
         """The application role and its grants in this stack's database (idempotent), as `make up` makes
         them in its own: before the migrations, so the default privileges cover the tables they create."""
-        self._admin(local_infra.app_role_sql(self.database), self.database)
+        grant_app_role(self.pg_dsn)
 
     def drop_database(self) -> None:
         if self.database != "stacgis":

@@ -1,5 +1,6 @@
-"""knowledge-tools under test: the repository's knowledge base ingested into the session's database,
-then the server as a real process, called over the real MCP transport."""
+"""knowledge-tools under test: the repository's knowledge base ingested into the session's database
+(as its owner, which migrates), then the server as a real process connected as the application role,
+as deployed, called over the real MCP transport."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ def knowledge_env(tool_server_env: Callable[[str], dict[str, str]]) -> dict[str,
 
 
 @pytest.fixture(scope="session")
-def knowledge_server(knowledge_env: dict[str, str]) -> Iterator[RunningService]:
-    with run_service("stacgis_knowledge", knowledge_env, int(knowledge_env["KNOWLEDGE_PORT"])) as service:
+def knowledge_server(knowledge_env: dict[str, str], app_dsn: str) -> Iterator[RunningService]:
+    env = {**knowledge_env, "KNOWLEDGE_DATABASE_URL": app_dsn}
+    with run_service("stacgis_knowledge", env, int(knowledge_env["KNOWLEDGE_PORT"])) as service:
         yield service

@@ -1,4 +1,5 @@
-"""memory-tools under test: the server as a real process on the session's database."""
+"""memory-tools under test: the session's database migrated by its owner, then the server as a real
+process connected as the application role, as deployed."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from stacgis_common.testing import RunningService, run_service
+from stacgis_common.testing import RunningService, run_migrations, run_service
 
 
 @pytest.fixture(scope="session")
@@ -15,6 +16,8 @@ def memory_env(tool_server_env: Callable[[str], dict[str, str]]) -> dict[str, st
 
 
 @pytest.fixture(scope="session")
-def memory_server(memory_env: dict[str, str]) -> Iterator[RunningService]:
-    with run_service("stacgis_memory", memory_env, int(memory_env["MEMORY_PORT"])) as service:
+def memory_server(memory_env: dict[str, str], app_dsn: str) -> Iterator[RunningService]:
+    run_migrations("stacgis_memory", memory_env)
+    env = {**memory_env, "MEMORY_DATABASE_URL": app_dsn}
+    with run_service("stacgis_memory", env, int(memory_env["MEMORY_PORT"])) as service:
         yield service

@@ -1,5 +1,6 @@
-"""vector-tools under test: the loader run once into the session's database, then the server
-as a real process, called over the real MCP transport."""
+"""vector-tools under test: the loader run once into the session's database (as its owner, which
+migrates), then the server as a real process connected as the application role, as deployed, called
+over the real MCP transport."""
 
 from __future__ import annotations
 
@@ -21,8 +22,9 @@ def vector_env(tool_server_env: Callable[[str], dict[str, str]]) -> dict[str, st
 
 
 @pytest.fixture(scope="session")
-def vector_server(vector_env: dict[str, str]) -> Iterator[RunningService]:
-    with run_service("stacgis_vector", vector_env, int(vector_env["VECTOR_PORT"])) as service:
+def vector_server(vector_env: dict[str, str], app_dsn: str) -> Iterator[RunningService]:
+    env = {**vector_env, "VECTOR_DATABASE_URL": app_dsn}
+    with run_service("stacgis_vector", env, int(vector_env["VECTOR_PORT"])) as service:
         yield service
 
 

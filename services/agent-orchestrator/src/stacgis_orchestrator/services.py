@@ -8,7 +8,7 @@ import logging
 from dataclasses import dataclass
 
 from stacgis_common.auth import Identity, mint_for
-from stacgis_common.embeddings import EmbeddingsClient
+from stacgis_common.embeddings import EmbeddingsClient, embeddings_client
 
 from .context_sources import ResourceCache
 from .context_window import ModelBudget
@@ -49,15 +49,12 @@ def build_provider(settings: OrchestratorSettings) -> ChatProvider:
 
 
 @dataclass
-class Services:
-    settings: OrchestratorSettings
-    coordinator: Coordinator
-    pool: ToolPool
-    catalog: ToolCatalog
-    selector: ToolSelector
+class Services(AgentDeps):
+    """What every run needs (AgentDeps: a run is given this object) and what only the service keeps: the
+    embeddings client behind the selector, the first-listing flag and the background tasks."""
+
+    coordinator: Coordinator  # AgentDeps takes Any, so loop tests need no Redis
     embeddings: EmbeddingsClient
-    provider: ChatProvider
-    deps: AgentDeps
     # Set once every tool server has been listed, or the start-up grace has passed.
     tools_listed: asyncio.Event
     _indexer: asyncio.Task[None] | None = None
@@ -70,18 +67,11 @@ class Services:
         await coordinator.start()
         pool = ToolPool(settings, lambda: {"Authorization": f"Bearer {mint_for(settings, SERVICE_IDENTITY)}"})
         await pool.start()
-        embeddings = EmbeddingsClient(
-            settings.embedding_provider,
-            settings.embedding_base_url,
-            settings.embedding_model,
-            settings.embedding_dimension,
-            api_key=settings.embedding_api_key.get_secret_value() if settings.embedding_api_key else None,
-            timeout=settings.embedding_timeout_seconds,
-        )
+        embeddings = embeddings_client(settings)
         catalog = ToolCatalog(pool, settings)
         selector = ToolSelector(embeddings, settings.tool_keyword_weight)
         provider = build_provider(settings)
-        deps = AgentDeps(
+        services = cls(
             settings=settings,
             provider=provider,
             pool=pool,
@@ -90,8 +80,9 @@ class Services:
             resources=ResourceCache(pool, settings),
             coordinator=coordinator,
             budget=ModelBudget(settings.llm_num_ctx),
+            embeddings=embeddings,
+            tools_listed=asyncio.Event(),
         )
-        services = cls(settings, coordinator, pool, catalog, selector, embeddings, provider, deps, asyncio.Event())
         services._lister = asyncio.create_task(
             settle_first_listing(pool, settings.tool_listing_grace_seconds, services.tools_listed),
             name="first-tool-listing",
@@ -105,8 +96,8 @@ class Services:
                     provider,
                     catalog,
                     pool,
-                    deps.resources,
-                    deps.budget,
+                    services.resources,
+                    services.budget,
                     {"Authorization": f"Bearer {mint_for(settings, SERVICE_IDENTITY)}"},
                     services.tools_listed,
                 ),

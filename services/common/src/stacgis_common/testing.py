@@ -21,6 +21,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import pytest
@@ -172,6 +173,66 @@ def pg_dsn() -> Iterator[str]:
     base = LOCAL_PG_ADMIN_DSN.rsplit("/", 1)[0]
     yield f"{base}/{name}"
     asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+def _local_infra() -> Any:
+    """scripts/local_infra.py, where the application role and its grants are defined once."""
+    scripts = str(REPO_ROOT / "scripts")
+    if scripts not in sys.path:
+        sys.path.append(scripts)
+    import local_infra
+
+    return local_infra
+
+
+def app_role_url(owner_dsn: str) -> str:
+    """`owner_dsn`'s database as the application role (see grant_app_role)."""
+    parts = urlsplit(owner_dsn)
+    infra = _local_infra()
+    return urlunsplit(parts._replace(netloc=f"{infra.APP_USER}:{infra.APP_PASSWORD}@{parts.hostname}:{parts.port}"))
+
+
+def grant_app_role(owner_dsn: str) -> str:
+    """Give the application role the services connect as when deployed (no superuser, no DDL: rows only)
+    the schemas the owner of `owner_dsn` has and will create in its database, as `make up` and the chart
+    do; returns the role's URL. Migrations and data loads keep the owner's URL."""
+    import asyncio
+
+    import asyncpg
+
+    parts = urlsplit(owner_dsn)
+    sql = _local_infra().app_role_sql(parts.path.lstrip("/"), owner=parts.username)
+
+    async def run() -> None:
+        connection = await asyncpg.connect(owner_dsn)
+        try:
+            await connection.execute(sql)
+        finally:
+            await connection.close()
+
+    asyncio.run(run())
+    return app_role_url(owner_dsn)
+
+
+@pytest.fixture(scope="session")
+def app_dsn(pg_dsn: str) -> str:
+    """The session database as the application role; a service started with it needs its migrations
+    applied first with `pg_dsn` (run_migrations, or a loader that migrates)."""
+    return grant_app_role(pg_dsn)
+
+
+def run_migrations(package: str, env: dict[str, str]) -> None:
+    """`python -m <package>.migrate` with `env` (its database URL the owner's), as the chart's Job runs it."""
+    done = subprocess.run(
+        [sys.executable, "-m", f"{package}.migrate"],
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "STACGIS_ALLOW_DEV_SECRETS": "1", **env},
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, f"{package} migrations failed:\n{done.stdout}\n{done.stderr}"
 
 
 @pytest.fixture(scope="session")

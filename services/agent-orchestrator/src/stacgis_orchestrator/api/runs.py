@@ -54,7 +54,7 @@ async def create_run(request: Request, services: ServicesDep, caller: CallerDep)
     identity_for_run = Identity(caller.user_id, caller.session_id or run_request.session_id or None)
     sink = EventSink(run_id)
     run = AgentRun(
-        services.deps,
+        services,
         RunInput(run_id, identity_for_run, message, history, spatial, max_steps, model),
         sink,
     )
