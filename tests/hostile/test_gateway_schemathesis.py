@@ -65,7 +65,7 @@ def run_operation(operation: Any, base_url: str, mode: GenerationMode, examples:
         check()
     except Unsatisfiable:
         return None  # nothing invalid can be generated (e.g. no parameters at all in negative mode)
-    except (Exception, BaseExceptionGroup) as error:
+    except (Exception, BaseExceptionGroup) as error:  # noqa: BLE001 - any failed check is a finding to report
         return failure[0] if failure else f"{type(error).__name__}: {str(error)[:2000]}"
     return failure[0] if failure else None
 

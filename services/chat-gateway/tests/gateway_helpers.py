@@ -78,7 +78,7 @@ def services(*specs: tuple[str, dict[str, str], int]) -> Iterator[list[RunningSe
             try:
                 started.append(future.result())
                 stack.push(manager.__exit__)
-            except Exception as error:
+            except Exception as error:  # noqa: BLE001 - raised below, once every started replica has its cleanup
                 failure = failure or error
         if failure is not None:
             raise failure

@@ -75,7 +75,7 @@ class StateStore:
                 buffer = (ctypes.c_uint8 * state.size).from_buffer(state.data)
                 if int(llama_cpp.llama_state_set_data(llama.ctx, buffer, state.size)) != state.size:
                     raise ValueError("llama.cpp refused the state")
-            except Exception as error:
+            except Exception as error:  # noqa: BLE001 - any failed restore means start with an empty cache
                 log.warning("cannot restore the prompt cache from %s: %s", path.name, error)
                 path.unlink(missing_ok=True)
                 # A half-applied state must not be mistaken for a cache: start empty.

@@ -206,7 +206,7 @@ class LlamaBackend:
             try:
                 if not cancelled.is_set():
                     self._run(chat, entry, emit, cancelled)
-            except BaseException as error:
+            except BaseException as error:  # noqa: BLE001 - handed to the stream's reader, which raises it
                 emit(_Failure(error))
             finally:
                 emit(_END_OF_STREAM)
@@ -232,7 +232,7 @@ class LlamaBackend:
     def render(self, chat: ChatInput) -> str:
         try:
             result = self._formatter(messages=template_messages(chat.messages), tools=list(chat.tools) or None)
-        except Exception as error:
+        except Exception as error:  # noqa: BLE001 - the template is the model's Jinja: anything can fail
             raise BackendError(400, f"the chat template cannot render this request: {error}") from None
         return str(result.prompt)
 

@@ -107,5 +107,5 @@ async def warm_prefix(
         )
     except asyncio.CancelledError:
         raise
-    except Exception as error:
+    except Exception as error:  # noqa: BLE001 - warming is an optimisation: any failure is logged and ignored
         log.warning("warming the prompt prefix of %s failed: %s: %s", model, type(error).__name__, error)

@@ -69,7 +69,7 @@ class EventWriter:
                 try:
                     await self._runs.append_many(self._run_id, batch)
                     self.writes += 1
-                except Exception as error:
+                except Exception as error:  # noqa: BLE001 - kept and raised by the next append or flush
                     log.warning("could not append events", extra={"run_id": self._run_id, "error": repr(error)})
                     self._error = error
                     self._queue = []

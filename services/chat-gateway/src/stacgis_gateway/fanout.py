@@ -311,7 +311,7 @@ class StreamHub:
                 await self._check_quiet_runs()
             except asyncio.CancelledError:
                 raise
-            except Exception as error:  # Redis hiccup: the next round tries again
+            except Exception as error:  # noqa: BLE001 - a Redis hiccup: the next round tries again
                 log.warning("liveness check of followed runs failed", extra={"error": repr(error)})
 
     async def _check_quiet_runs(self) -> None:

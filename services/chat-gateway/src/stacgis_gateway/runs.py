@@ -191,7 +191,7 @@ class RunManager:
                     log.warning("gate slot was pruned while the run was alive", extra={"run_id": spec.run_id})
                 await self._sessions.refresh_run_lock(spec.session.id, spec.run_id)
                 cancel_at = await self._runs.heartbeat(spec.run_id)
-            except Exception as error:  # a Redis hiccup must not end the run
+            except Exception as error:  # noqa: BLE001 - a Redis hiccup must not end the run
                 log.warning("run keep-alive failed", extra={"run_id": spec.run_id, "error": repr(error)})
                 continue
             if (
@@ -250,7 +250,7 @@ class RunManager:
             await asyncio.sleep(self._settings.gate_refresh_seconds * 2)
             try:
                 await self.take_over_orphans()
-            except Exception as error:  # Redis or Postgres hiccup: the next round tries again
+            except Exception as error:  # noqa: BLE001 - a Redis or Postgres hiccup: the next round tries again
                 log.warning("taking over orphaned runs failed", extra={"error": repr(error)})
 
     async def take_over_orphans(self) -> None:

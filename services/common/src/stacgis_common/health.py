@@ -18,7 +18,7 @@ async def run_checks(checks: Mapping[str, Check]) -> tuple[bool, dict[str, str]]
         try:
             await asyncio.wait_for(check(), CHECK_TIMEOUT_SECONDS)
             return "ok"
-        except Exception as error:  # readiness reports any failure
+        except Exception as error:  # noqa: BLE001 - readiness reports any failure
             return f"error: {type(error).__name__}: {error}"[:300]
 
     names = list(checks)

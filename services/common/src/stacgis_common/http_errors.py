@@ -77,7 +77,7 @@ class ErrorTable:
         async def answered(request: Request) -> Response:
             try:
                 return await endpoint(request)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - the table answers every exception (unknown ones: logged 500)
                 return self.response(exc)
 
         return answered

@@ -140,7 +140,7 @@ def _docker_available() -> bool:
 
         docker.from_env(timeout=2).ping()
         return True
-    except Exception:  # any failure means "no engine here"
+    except Exception:  # noqa: BLE001 - any failure means "no engine here"
         return False
 
 

@@ -99,7 +99,11 @@ class OpenAIProvider:
         self._client = httpx.AsyncClient(base_url=base, timeout=timeout, headers=headers)
 
     async def stream(
-        self, messages: list[Message], tools: list[ToolSpec], model: str, think: bool | None
+        self,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        model: str,
+        think: bool | None,  # noqa: ARG002 - ChatProvider's signature; the OpenAI API has no thinking switch
     ) -> AsyncGenerator[StreamEvent, None]:
         body: dict[str, Any] = {
             "model": model,
@@ -178,10 +182,16 @@ class OpenAIProvider:
             finish_reason=finish,
         )
 
-    async def context_length(self, model: str) -> int | None:
+    async def context_length(self, model: str) -> int | None:  # noqa: ARG002 - ChatProvider's signature
         return None  # the OpenAI API does not say
 
-    async def warm(self, messages: list[Message], tools: list[ToolSpec], model: str, think: bool | None) -> int | None:
+    async def warm(
+        self,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        model: str,
+        think: bool | None,  # noqa: ARG002 - ChatProvider's signature; the OpenAI API has no thinking switch
+    ) -> int | None:
         body: dict[str, Any] = {"model": model, "messages": format_messages(messages), "max_tokens": 1}
         if tools:
             body["tools"] = format_tools(tools)

@@ -102,7 +102,7 @@ class ToolServerClient:
                 yield client, state
         except ToolServerError:
             raise
-        except Exception as error:  # the SDK raises transport failures wrapped in exception groups
+        except Exception as error:  # noqa: BLE001 - the SDK raises transport failures in exception groups
             raise self._classify(error, state) from None
         finally:
             _CALL.reset(token)

