@@ -3,6 +3,8 @@
 `make images` builds them first (scripts/images.py records what it built in .local/images/built.json).
 Each test session gets its own database and Redis db (stacgis_common.testing), free ports, and a
 model server on the host (scripted chat + real embeddings) that the containers reach over loopback.
+As in the chart, migrations and data loads run as the database's owner and the service containers
+connect as the application role (no superuser, no DDL).
 Without a working podman, or without the images, every test fails saying so: nothing is skipped.
 """
 
@@ -81,7 +83,7 @@ def raster(images: dict[str, str], demo_catalog: Path) -> Iterator[Container]:
 
 
 @pytest.fixture(scope="session")
-def vector(images: dict[str, str], tool_server_env: ToolEnv) -> Iterator[Container]:
+def vector(images: dict[str, str], tool_server_env: ToolEnv, app_dsn: str) -> Iterator[Container]:
     env = {**DEV, **tool_server_env("VECTOR_"), "VECTOR_HOST": "127.0.0.1", "VECTOR_ALLOWED_HOSTS": LOOPBACK_HOSTS}
     migrate(images["vector-tools"], "stacgis_vector.migrate", "VECTOR_", env["VECTOR_DATABASE_URL"])
     # The data load runs from the checkout (it reads the package cache the other suites share).
@@ -91,28 +93,30 @@ def vector(images: dict[str, str], tool_server_env: ToolEnv) -> Iterator[Contain
     )
     assert done.returncode == 0, f"vector data load failed:\n{done.stdout}\n{done.stderr}"
     url = f"http://127.0.0.1:{env['VECTOR_PORT']}"
-    with container(images["vector-tools"], "vector-tools", env, url) as handle:
+    with container(images["vector-tools"], "vector-tools", {**env, "VECTOR_DATABASE_URL": app_dsn}, url) as handle:
         yield handle
 
 
 def _pgvector_tool_server(
-    images: dict[str, str], tool_server_env: ToolEnv, name: str, package: str, prefix: str
+    images: dict[str, str], tool_server_env: ToolEnv, app_dsn: str, name: str, package: str, prefix: str
 ) -> Iterator[Container]:
     env = {**DEV, **tool_server_env(prefix), f"{prefix}HOST": "127.0.0.1", f"{prefix}ALLOWED_HOSTS": LOOPBACK_HOSTS}
     migrate(images[name], f"{package}.migrate", prefix, env[f"{prefix}DATABASE_URL"])
     url = f"http://127.0.0.1:{env[f'{prefix}PORT']}"
-    with container(images[name], name, env, url) as handle:
+    with container(images[name], name, {**env, f"{prefix}DATABASE_URL": app_dsn}, url) as handle:
         yield handle
 
 
 @pytest.fixture(scope="session")
-def knowledge(images: dict[str, str], tool_server_env: ToolEnv) -> Iterator[Container]:
-    yield from _pgvector_tool_server(images, tool_server_env, "knowledge-tools", "stacgis_knowledge", "KNOWLEDGE_")
+def knowledge(images: dict[str, str], tool_server_env: ToolEnv, app_dsn: str) -> Iterator[Container]:
+    yield from _pgvector_tool_server(
+        images, tool_server_env, app_dsn, "knowledge-tools", "stacgis_knowledge", "KNOWLEDGE_"
+    )
 
 
 @pytest.fixture(scope="session")
-def memory(images: dict[str, str], tool_server_env: ToolEnv) -> Iterator[Container]:
-    yield from _pgvector_tool_server(images, tool_server_env, "memory-tools", "stacgis_memory", "MEMORY_")
+def memory(images: dict[str, str], tool_server_env: ToolEnv, app_dsn: str) -> Iterator[Container]:
+    yield from _pgvector_tool_server(images, tool_server_env, app_dsn, "memory-tools", "stacgis_memory", "MEMORY_")
 
 
 @pytest.fixture(scope="session")
@@ -131,6 +135,7 @@ class ChatPath:
 def chat_path(
     images: dict[str, str],
     pg_dsn: str,
+    app_dsn: str,
     redis_url: str,
     embedding_server: str,
     tool_servers: dict[str, Container],
@@ -157,7 +162,7 @@ def chat_path(
         "GATEWAY_HOST": "127.0.0.1",
         "GATEWAY_PORT": str(gateway_port),
         "GATEWAY_ALLOWED_HOSTS": '["*"]',
-        "GATEWAY_DATABASE_URL": pg_dsn,
+        "GATEWAY_DATABASE_URL": app_dsn,
         "GATEWAY_REDIS_URL": redis_url,
         "GATEWAY_ORCHESTRATOR_URL": orchestrator_url,
         "GATEWAY_VECTOR_TOOLS_URL": tool_servers["vector"].url,

@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import asyncpg
 import httpx
@@ -164,6 +165,31 @@ async def test_a_chat_goes_through_the_gateway_and_orchestrator_containers(chat_
     for part in (chat_path.gateway, chat_path.orchestrator):
         await _metrics(part)
         assert part.process_uids() == {10001}
+
+
+@pytest.mark.asyncio
+async def test_the_service_containers_connect_to_postgres_as_the_application_role(
+    tool_servers: dict[str, Container], chat_path: ChatPath, pg_dsn: str, app_dsn: str
+) -> None:
+    """As the chart runs them: every connection the containers hold is the application role's (no
+    superuser, no role or database creation); the owner only migrated and loaded."""
+    servers = [tool_servers[name] for name in ("vector", "knowledge", "memory")] + [chat_path.gateway]
+    # Their readiness checks Postgres: each holds a pooled connection while we look.
+    for server in servers:
+        ready = httpx.get(server.url + "/readyz", timeout=10)
+        assert ready.status_code == 200 and "postgres" in ready.json()["checks"], ready.text
+    connection = await asyncpg.connect(pg_dsn)
+    try:
+        rows = await connection.fetch(
+            "SELECT a.usename, r.rolsuper OR r.rolcreatedb OR r.rolcreaterole AS powerful, count(*) AS connections"
+            " FROM pg_stat_activity a JOIN pg_roles r ON r.rolname = a.usename"
+            " WHERE a.datname = current_database() AND a.backend_type = 'client backend'"
+            " AND a.pid <> pg_backend_pid() GROUP BY 1, 2"
+        )
+    finally:
+        await connection.close()
+    assert [(row["usename"], row["powerful"]) for row in rows] == [(urlsplit(app_dsn).username, False)], rows
+    assert rows[0]["connections"] >= len(servers)
 
 
 def test_python_images_cannot_write_outside_tmp(tool_servers: dict[str, Container]) -> None:
