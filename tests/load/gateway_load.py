@@ -166,14 +166,14 @@ def spawned(args: argparse.Namespace) -> Iterator[tuple[list[str], str, str]]:
     sys.path.insert(0, str(GATEWAY_TESTS))
     from gateway_helpers import gateway_env
 
-    from stacgis_common.testing import free_port, run_service
+    from stacgis_common.testing import free_port, grant_app_role, run_migrations, run_service
 
     redis_url = args.redis_url or "redis://127.0.0.1:56379/0"
     admin_dsn = args.database_url or "postgresql://stacgis:stacgis@127.0.0.1:55432/stacgis"
     # A scratch database and a key prefix of its own: the load leaves nothing in the dev stack's data.
     scratch = f"load_{uuid.uuid4().hex[:10]}"
     asyncio.run(_admin(admin_dsn, f'CREATE DATABASE "{scratch}"'))
-    dsn = f"{admin_dsn.rsplit('/', 1)[0]}/{scratch}"
+    owner_dsn = f"{admin_dsn.rsplit('/', 1)[0]}/{scratch}"
     prefix = f"load-{uuid.uuid4().hex[:6]}:"
     orchestrator_port, port_a, port_b = free_port(), free_port(), free_port()
     orchestrator_env = {"ORCH_PORT": str(orchestrator_port), "PYTHONPATH": str(GATEWAY_TESTS)}
@@ -184,6 +184,9 @@ def spawned(args: argparse.Namespace) -> Iterator[tuple[list[str], str, str]]:
     }
     orchestrator_url = f"http://127.0.0.1:{orchestrator_port}"
     try:
+        # As deployed: the owner migrates, the gateways connect as the application role.
+        dsn = grant_app_role(owner_dsn)
+        run_migrations("stacgis_gateway", {"GATEWAY_DATABASE_URL": owner_dsn})
         with (
             run_service("gateway_test_orchestrator", orchestrator_env, orchestrator_port),
             run_service(
