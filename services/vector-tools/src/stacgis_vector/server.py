@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from stacgis_common.arguments import ArgumentError
-from stacgis_common.auth import InvalidInternalToken, bearer_token, verify_internal_token
+from stacgis_common.auth import token_refusal
 from stacgis_common.mcp_app import build_tool_server_app, compact_result, create_mcp_server
 from stacgis_common.pgvector_runtime import PgvectorRuntime
 from stacgis_vector.metrics import FEATURE_REQUESTS, PLACE_REQUESTS, observe
@@ -118,22 +118,9 @@ def internal_routes(runtime: Runtime, settings: VectorSettings) -> list[BaseRout
     """GET /features/..., /places/resolve, /places/search and /places/labels: for other services, behind the
     internal token."""
 
-    def authorized(request: Request) -> JSONResponse | None:
-        try:
-            verify_internal_token(
-                bearer_token(request),
-                settings.internal_token_secret.get_secret_value(),
-                settings.internal_token_audience,
-            )
-        except InvalidInternalToken as error:
-            return JSONResponse(
-                {"detail": f"invalid internal token: {error}"}, status_code=401, headers={"WWW-Authenticate": "Bearer"}
-            )
-        return None
-
     async def feature_endpoint(request: Request) -> Response:
         """GET /features/{dataset}/{feature_id}: the full GeoJSON Feature, for other services only."""
-        denied = authorized(request)
+        denied = token_refusal(request, settings)
         if denied is not None:
             FEATURE_REQUESTS.labels("401").inc()
             return denied
@@ -148,7 +135,7 @@ def internal_routes(runtime: Runtime, settings: VectorSettings) -> list[BaseRout
     async def place_endpoint(request: Request) -> Response:
         """GET /places/resolve?place=...[&dataset=...]: the place meant and its full GeoJSON Feature, for other
         services. 404 unknown name (with suggestions), 409 ambiguous (with candidates), 422 bad argument."""
-        denied = authorized(request)
+        denied = token_refusal(request, settings)
         if denied is not None:
             PLACE_REQUESTS.labels("401").inc()
             return denied
@@ -179,7 +166,7 @@ def internal_routes(runtime: Runtime, settings: VectorSettings) -> list[BaseRout
 
     async def answer(request: Request, call: Callable[[VectorService], Awaitable[dict[str, Any]]]) -> Response:
         """A read for the gateway: 401 without the internal token, 422 naming the bad argument."""
-        denied = authorized(request)
+        denied = token_refusal(request, settings)
         if denied is not None:
             PLACE_REQUESTS.labels("401").inc()
             return denied
