@@ -22,6 +22,8 @@ class OrchestratorSettings(EmbeddingSettings):
 
     port: int = 8001
     redis_url: str = "redis://127.0.0.1:56379/0"
+    # Replaces the password of redis_url (a file in the secrets directory; see URL_PASSWORDS).
+    redis_password: SecretStr | None = None
 
     # The chat model.
     llm_provider: Literal["ollama", "openai"] = "ollama"

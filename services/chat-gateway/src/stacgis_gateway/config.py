@@ -1,4 +1,4 @@
-"""Gateway settings, read from `GATEWAY_*` environment variables."""
+"""Gateway settings, read from `GATEWAY_*` environment variables (and secret files, see stacgis_common.settings)."""
 
 from __future__ import annotations
 
@@ -41,6 +41,9 @@ class GatewaySettings(ServiceSettings):
     port: int = 8000
     database_url: str = "postgresql://stacgis:stacgis@127.0.0.1:55432/stacgis"
     redis_url: str = "redis://127.0.0.1:56379/0"
+    # Replace the passwords of the two URLs (a file in the secrets directory; see URL_PASSWORDS).
+    database_password: SecretStr | None = None
+    redis_password: SecretStr | None = None
     # Prepended to every Redis key, so several deployments can share one Redis.
     redis_key_prefix: str = ""
     # Commands of requests and run tasks share the pool (SSE streams hold none: one reader per process
