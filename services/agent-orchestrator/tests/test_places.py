@@ -27,7 +27,7 @@ MARKER = {"type": "Point", "coordinates": [6.1, 49.7]}
 
 
 @pytest.fixture(scope="module")
-def real_vector(pg_dsn: str, model_server: RunningService) -> Iterator[RunningService]:
+def real_vector(pg_dsn: str, app_dsn: str, model_server: RunningService) -> Iterator[RunningService]:
     port = free_port()
     env = {
         "VECTOR_PORT": str(port),
@@ -48,6 +48,8 @@ def real_vector(pg_dsn: str, model_server: RunningService) -> Iterator[RunningSe
         check=False,
     )
     assert load.returncode == 0, load.stdout[-2000:] + load.stderr[-2000:]
+    # Loaded (and migrated) as the owner; served as the application role, as deployed.
+    env["VECTOR_DATABASE_URL"] = app_dsn
     with run_service("stacgis_vector", env, port, ready_path="/readyz") as service:
         yield service
 

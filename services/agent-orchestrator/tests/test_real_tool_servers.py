@@ -17,7 +17,15 @@ import pytest
 from orchestrator_helpers import content, model_requests, run_events, set_rules, terminal
 
 from conftest import orchestrator, orchestrator_env
-from stacgis_common.testing import REPO_ROOT, RunningService, free_port, mcp_client, run_service, token_for
+from stacgis_common.testing import (
+    REPO_ROOT,
+    RunningService,
+    free_port,
+    mcp_client,
+    run_migrations,
+    run_service,
+    token_for,
+)
 from stacgis_orchestrator.llm.schema import sanitize_schema, schema_problems
 from stacgis_orchestrator.prompts import KNOWLEDGE_ANSWER, PASSAGES_HEADER, UNGROUNDED_DRAFT
 
@@ -57,14 +65,17 @@ def _store_env(prefix: str, pg_dsn: str, model_server: RunningService) -> dict[s
 
 
 @pytest.fixture(scope="module")
-def real_memory(pg_dsn: str, model_server: RunningService) -> Iterator[RunningService]:
+def real_memory(pg_dsn: str, app_dsn: str, model_server: RunningService) -> Iterator[RunningService]:
     env = _store_env("MEMORY", pg_dsn, model_server)
+    # Migrated as the owner; served as the application role, as deployed.
+    run_migrations("stacgis_memory", env)
+    env["MEMORY_DATABASE_URL"] = app_dsn
     with run_service("stacgis_memory", env, int(env["MEMORY_PORT"]), ready_path="/readyz") as service:
         yield service
 
 
 @pytest.fixture(scope="module")
-def real_knowledge(pg_dsn: str, model_server: RunningService) -> Iterator[RunningService]:
+def real_knowledge(pg_dsn: str, app_dsn: str, model_server: RunningService) -> Iterator[RunningService]:
     env = _store_env("KNOWLEDGE", pg_dsn, model_server)
     ingest = subprocess.run(
         [sys.executable, "-m", "stacgis_knowledge.ingest", str(REPO_ROOT / "knowledge")],
@@ -75,6 +86,7 @@ def real_knowledge(pg_dsn: str, model_server: RunningService) -> Iterator[Runnin
         check=False,
     )
     assert ingest.returncode == 0, ingest.stdout[-2000:] + ingest.stderr[-2000:]
+    env["KNOWLEDGE_DATABASE_URL"] = app_dsn
     with run_service("stacgis_knowledge", env, int(env["KNOWLEDGE_PORT"]), ready_path="/readyz") as service:
         yield service
 

@@ -25,7 +25,7 @@ MIN_POPULATION = 1_000_000
 
 
 @pytest.fixture(scope="module")
-def real_vector(tool_server_env: Callable[[str], dict[str, str]]) -> Iterator[RunningService]:
+def real_vector(tool_server_env: Callable[[str], dict[str, str]], app_dsn: str) -> Iterator[RunningService]:
     env = {**tool_server_env("VECTOR_"), "VECTOR_LOG_LEVEL": "WARNING"}
     load = subprocess.run(
         [
@@ -45,6 +45,8 @@ def real_vector(tool_server_env: Callable[[str], dict[str, str]]) -> Iterator[Ru
         check=False,
     )
     assert load.returncode == 0, load.stdout[-2000:] + load.stderr[-2000:]
+    # Loaded (and migrated) as the owner; served as the application role, as deployed.
+    env["VECTOR_DATABASE_URL"] = app_dsn
     with run_service("stacgis_vector", env, int(env["VECTOR_PORT"]), ready_path="/readyz") as service:
         yield service
 
