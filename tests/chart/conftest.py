@@ -100,6 +100,32 @@ def env_of(container: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {e["name"]: e for e in container.get("env", [])}
 
 
+@dataclass(frozen=True)
+class SecretFile:
+    """One file of a container's secrets directory: the Secret and key it comes from."""
+
+    secret: str
+    key: str
+    optional: bool
+
+
+def secret_files(spec: dict[str, Any], container: dict[str, Any]) -> tuple[str, dict[str, SecretFile]]:
+    """(directory, file name -> source) of the secrets directory STACGIS_SECRETS_DIR names in the container:
+    the projected volume mounted there, read-only, readable by owner and group only."""
+    directory = env_of(container)["STACGIS_SECRETS_DIR"]["value"]
+    (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == directory]
+    assert mount["readOnly"] is True, container["name"]
+    (volume,) = [v for v in spec["volumes"] if v["name"] == mount["name"]]
+    assert volume["projected"]["defaultMode"] == 0o440
+    files: dict[str, SecretFile] = {}
+    for source in volume["projected"]["sources"]:
+        secret = source["secret"]
+        for item in secret["items"]:
+            assert item["path"] not in files, item
+            files[item["path"]] = SecretFile(secret["name"], item["key"], bool(secret.get("optional")))
+    return directory, files
+
+
 class Renderer:
     """Caches renders of the chart keyed by their inputs."""
 

@@ -28,16 +28,6 @@ NOT_FIXED: dict[str, tuple[list[str], str]] = {
         # image.digest and <component>.image.digest pin them (set them in production values).
         "digests are a per-release value",
     ),
-    "CKV_K8S_35": (
-        [
-            r"Deployment\.stacgis\.demo-stacgis-(agent-orchestrator|chat-gateway|knowledge-tools|memory-tools|raster-tools|vector-tools)",
-            r"Job\.stacgis\.demo-stacgis-(knowledge-ingest|migrations|vector-load)",
-        ],
-        # Secrets as environment variables: the services read their keys and URLs with passwords from
-        # environment variables (pydantic settings, no secrets directory); reading them from mounted files
-        # needs a settings change in every service. The bundled Postgres and Redis read theirs from files.
-        "services read secrets from the environment",
-    ),
     "CKV_K8S_8": (
         [r"Pod\.stacgis\.demo-stacgis-test-.*"],
         # Liveness probe: `helm test` Pods run one curl and exit in seconds; a probe has nothing to watch.

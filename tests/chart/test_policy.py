@@ -18,8 +18,10 @@ from .conftest import (
     SERVICES,
     Rendered,
     Renderer,
+    SecretFile,
     env_of,
     name_of,
+    secret_files,
 )
 
 
@@ -203,8 +205,10 @@ def test_settings_reach_each_service(default: Rendered) -> None:
         assert c["ports"][0]["containerPort"] == port
         assert c["envFrom"] == [{"configMapRef": {"name": name_of(component)}}]
         env = env_of(c)
-        assert env[f"{prefix}INTERNAL_TOKEN_SECRET"]["valueFrom"]["secretKeyRef"]["key"] == "internal-token-secret"
+        _, files = secret_files(deployment["spec"]["template"]["spec"], c)
+        assert files[f"{prefix}INTERNAL_TOKEN_SECRET"] == SecretFile("demo-stacgis", "internal-token-secret", False)
         assert (f"{prefix}DATABASE_URL" in env) == (component in DATABASE_COMPONENTS)
+        assert (f"{prefix}DATABASE_PASSWORD" in files) == (component in DATABASE_COMPONENTS)
     gateway = _config(default, "chat-gateway")
     assert gateway["GATEWAY_ORCHESTRATOR_URL"] == f"http://{name_of('agent-orchestrator')}:8001"
     assert gateway["GATEWAY_AUTH_MODE"] == "anonymous"
@@ -286,11 +290,14 @@ def test_references_resolve(each_set: tuple[str, Rendered]) -> None:
             for e in c.get("envFrom", []):
                 if not rendered.has("ConfigMap", e["configMapRef"]["name"]):
                     problems.append(f"configmap {e['configMapRef']['name']}")
-            for e in c.get("env", []):
-                ref = e.get("valueFrom", {}).get("secretKeyRef")
-                if not ref or ref.get("optional"):
-                    continue
-                if ref["name"] in external_secrets:
+            refs = [
+                e["valueFrom"]["secretKeyRef"] for e in c.get("env", []) if "secretKeyRef" in e.get("valueFrom", {})
+            ]
+            if "STACGIS_SECRETS_DIR" in env_of(c):
+                files = secret_files(spec, c)[1].values()
+                refs += [{"name": f.secret, "key": f.key, "optional": f.optional} for f in files]
+            for ref in refs:
+                if ref.get("optional") or ref["name"] in external_secrets:
                     continue
                 if not rendered.has("Secret", ref["name"]):
                     problems.append(f"secret {ref['name']}")
@@ -317,10 +324,10 @@ def test_references_resolve(each_set: tuple[str, Rendered]) -> None:
 def test_existing_secret_replaces_the_chart_secret(renderer: Renderer) -> None:
     rendered = renderer.render({"secrets": {"existingSecret": "my-app-secrets"}})
     assert not rendered.has("Secret", "demo-stacgis")
-    (c,) = rendered.get("Deployment", name_of("chat-gateway"))["spec"]["template"]["spec"]["containers"]
-    env = env_of(c)
+    spec = rendered.get("Deployment", name_of("chat-gateway"))["spec"]["template"]["spec"]
+    _, files = secret_files(spec, spec["containers"][0])
     for var in ("GATEWAY_INTERNAL_TOKEN_SECRET", "GATEWAY_COOKIE_SECRET"):
-        assert env[var]["valueFrom"]["secretKeyRef"]["name"] == "my-app-secrets"
+        assert files[var].secret == "my-app-secrets"
 
 
 def test_explicit_secrets_are_used(renderer: Renderer) -> None:
@@ -333,18 +340,17 @@ def test_explicit_secrets_are_used(renderer: Renderer) -> None:
     assert len(base64.b64decode(data["cookie-secret"])) == 40
 
 
-def test_bundled_stores_compose_urls_from_the_password_secret(default: Rendered) -> None:
-    (c,) = default.get("Deployment", name_of("chat-gateway"))["spec"]["template"]["spec"]["containers"]
+def test_bundled_stores_give_urls_without_passwords_and_the_passwords_as_files(default: Rendered) -> None:
+    spec = default.get("Deployment", name_of("chat-gateway"))["spec"]["template"]["spec"]
+    (c,) = spec["containers"]
     env = env_of(c)
-    names = [e["name"] for e in c["env"]]
-    # $(VAR) expansion only sees variables defined earlier in the list.
-    assert names.index("STACGIS_POSTGRES_PASSWORD") < names.index("GATEWAY_DATABASE_URL")
-    # The services connect as the application role (its password under its own key).
-    assert env["GATEWAY_DATABASE_URL"]["value"] == (
-        f"postgresql://stacgis_app:$(STACGIS_POSTGRES_PASSWORD)@{name_of('postgresql')}:5432/stacgis"
-    )
-    assert env["STACGIS_POSTGRES_PASSWORD"]["valueFrom"]["secretKeyRef"]["key"] == "app-password"
-    assert env["GATEWAY_REDIS_URL"]["value"] == f"redis://:$(STACGIS_REDIS_PASSWORD)@{name_of('redis')}:6379/0"
+    _, files = secret_files(spec, c)
+    # The services connect as the application role (its password under its own key), which
+    # stacgis_common.settings puts into the URL.
+    assert env["GATEWAY_DATABASE_URL"]["value"] == f"postgresql://stacgis_app@{name_of('postgresql')}:5432/stacgis"
+    assert files["GATEWAY_DATABASE_PASSWORD"] == SecretFile(name_of("postgresql"), "app-password", False)
+    assert env["GATEWAY_REDIS_URL"]["value"] == f"redis://{name_of('redis')}:6379/0"
+    assert files["GATEWAY_REDIS_PASSWORD"] == SecretFile(name_of("redis"), "password", False)
     postgres = default.get("StatefulSet", name_of("postgresql"))
     assert postgres["spec"]["template"]["spec"]["containers"][0]["image"].startswith("pgvector/pgvector:")
     assert postgres["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"] == "20Gi"
@@ -354,13 +360,14 @@ def test_bundled_stores_compose_urls_from_the_password_secret(default: Rendered)
 
 def test_external_stores_replace_the_bundled_ones(prod: Rendered) -> None:
     assert not prod.kinds("StatefulSet")
-    (c,) = prod.get("Deployment", name_of("chat-gateway"))["spec"]["template"]["spec"]["containers"]
-    env = env_of(c)
-    assert env["GATEWAY_DATABASE_URL"]["valueFrom"]["secretKeyRef"] == {
-        "name": "stacgis-postgresql-url",
-        "key": "database-url",
-    }
-    assert env["GATEWAY_REDIS_URL"]["valueFrom"]["secretKeyRef"] == {"name": "stacgis-redis-url", "key": "redis-url"}
+    spec = prod.get("Deployment", name_of("chat-gateway"))["spec"]["template"]["spec"]
+    (c,) = spec["containers"]
+    # Their whole URLs are files; nothing about them in the environment.
+    assert not {"GATEWAY_DATABASE_URL", "GATEWAY_REDIS_URL"} & set(env_of(c))
+    _, files = secret_files(spec, c)
+    assert files["GATEWAY_DATABASE_URL"] == SecretFile("stacgis-postgresql-url", "database-url", False)
+    assert files["GATEWAY_REDIS_URL"] == SecretFile("stacgis-redis-url", "redis-url", False)
+    assert not {"GATEWAY_DATABASE_PASSWORD", "GATEWAY_REDIS_PASSWORD"} & set(files)
 
 
 def test_external_store_urls_are_required(chart: helm_python.Chart) -> None:
@@ -545,6 +552,7 @@ def test_migrations_run_as_a_hook_per_database_service(default: Rendered, prod: 
         assert c["command"] == ["python", "-m", f"{module}.migrate"]
         prefix = next(v[1] for v in SERVICES.values() if v[0] == c["name"])
         assert f"{prefix}DATABASE_URL" in env_of(c)
+        assert f"{prefix}DATABASE_PASSWORD" in secret_files(job["spec"]["template"]["spec"], c)[1]
         assert env_of(c).get(f"{prefix}EMBEDDING_DIMENSION", {"value": "768"})["value"] == "768"
     prod_job = prod.get("Job", name_of("migrations"))
     assert prod_job["metadata"]["annotations"]["helm.sh/hook"] == "pre-install,pre-upgrade"

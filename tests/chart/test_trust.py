@@ -11,7 +11,7 @@ from typing import Any
 import helm_python
 import pytest
 
-from .conftest import DATABASE_COMPONENTS, RELEASE, Rendered, Renderer, env_of, name_of
+from .conftest import DATABASE_COMPONENTS, RELEASE, Rendered, Renderer, env_of, name_of, secret_files
 
 
 def gateway_config(rendered: Rendered) -> dict[str, str]:
@@ -118,19 +118,33 @@ def test_services_connect_as_the_application_role_and_jobs_as_the_owner(renderer
     secret = rendered.get("Secret", name_of("postgresql"))
     assert set(secret["data"]) == {"password", "app-password"}
     for component in ("chat-gateway", "vector-tools", "knowledge-tools", "memory-tools"):
-        (container,) = rendered.get("Deployment", name_of(component))["spec"]["template"]["spec"]["containers"]
-        env = env_of(container)
-        url = next(entry["value"] for name, entry in env.items() if name.endswith("_DATABASE_URL"))
-        assert url.startswith("postgresql://stacgis_app:$(STACGIS_POSTGRES_PASSWORD)@"), component
-        assert env["STACGIS_POSTGRES_PASSWORD"]["valueFrom"]["secretKeyRef"]["key"] == "app-password"
+        spec = rendered.get("Deployment", name_of(component))["spec"]["template"]["spec"]
+        (container,) = spec["containers"]
+        url = next(entry["value"] for name, entry in env_of(container).items() if name.endswith("_DATABASE_URL"))
+        assert url.startswith("postgresql://stacgis_app@"), component
+        (password,) = [f for name, f in secret_files(spec, container)[1].items() if name.endswith("_DATABASE_PASSWORD")]
+        assert (password.secret, password.key) == (name_of("postgresql"), "app-password")
     job = rendered.get("Job", name_of("migrations"))["spec"]["template"]["spec"]
     (roles,) = job["initContainers"]
-    assert roles["command"][:1] == ["psql"] and "app_role=stacgis_app" in roles["command"]
+    script = roles["command"][2]
+    assert roles["command"][:2] == ["sh", "-ec"] and "exec psql " in script and "app_role=stacgis_app" in script
+    # The owner's and the application role's passwords come from files of the Postgres Secret, not the env.
+    assert not any("valueFrom" in e for e in roles["env"])
+    assert {
+        "PGPASSWORD=$(cat /run/secrets/postgresql/password)",
+        "APP_PASSWORD=$(cat /run/secrets/postgresql/app-password)",
+    } <= {line.split(";")[0] for line in script.splitlines()}
+    (volume,) = [v for v in job["volumes"] if v["name"] == "roles-secrets"]
+    assert volume["secret"]["secretName"] == name_of("postgresql")
+    assert {i["key"]: i["path"] for i in volume["secret"]["items"]} == {
+        "password": "password",
+        "app-password": "app-password",
+    }
     for container in job["containers"]:
-        env = env_of(container)
-        url = next(entry["value"] for name, entry in env.items() if name.endswith("_DATABASE_URL"))
-        assert url.startswith("postgresql://stacgis:$(STACGIS_POSTGRES_PASSWORD)@"), container["name"]
-        assert env["STACGIS_POSTGRES_PASSWORD"]["valueFrom"]["secretKeyRef"]["key"] == "password"
+        url = next(entry["value"] for name, entry in env_of(container).items() if name.endswith("_DATABASE_URL"))
+        assert url.startswith("postgresql://stacgis@"), container["name"]
+        (password,) = [f for name, f in secret_files(job, container)[1].items() if name.endswith("_DATABASE_PASSWORD")]
+        assert (password.secret, password.key) == (name_of("postgresql"), "password")
     sql = rendered.get("ConfigMap", f"{name_of('postgresql')}-roles")["data"]["app-role.sql"]
     assert "NOSUPERUSER" in sql and "ALTER DEFAULT PRIVILEGES" in sql
     assert_roles_script_runs_before_the_job(rendered)
@@ -152,22 +166,27 @@ def assert_roles_script_runs_before_the_job(rendered: Rendered) -> dict[str, Any
     (mount,) = [m for m in init["volumeMounts"] if m["name"] == volume["name"]]
     # psql reads the script the ConfigMap holds, where the volume puts it.
     (key,) = roles["data"]
-    assert init["command"][init["command"].index("-f") + 1] == f"{mount['mountPath']}/{key}"
-    assert "ON_ERROR_STOP=1" in init["command"]
+    psql = init["command"][2].split("exec psql ", 1)[1].split()
+    assert psql[psql.index("-f") + 1] == f"{mount['mountPath']}/{key}"
+    assert "ON_ERROR_STOP=1" in psql
+    (secrets,) = [m for m in init["volumeMounts"] if m["name"] == "roles-secrets"]
+    assert secrets["readOnly"] is True and secrets["mountPath"] == "/run/secrets/postgresql"
     return dict(init)
 
 
 def database_url_keys(rendered: Rendered, kind: str) -> dict[str, set[tuple[str, str]]]:
-    """(Secret, key) of every *_DATABASE_URL of each workload of a kind, by workload name."""
+    """(Secret, key) of every *_DATABASE_URL secret file of each workload of a kind, by workload name."""
     found: dict[str, set[tuple[str, str]]] = {}
     for doc, spec in rendered.workloads():
         if doc["kind"] != kind:
             continue
         for container in spec["containers"]:
-            for name, entry in env_of(container).items():
+            assert not any(name.endswith("_DATABASE_URL") for name in env_of(container)), container["name"]
+            if "STACGIS_SECRETS_DIR" not in env_of(container):
+                continue
+            for name, file in secret_files(spec, container)[1].items():
                 if name.endswith("_DATABASE_URL"):
-                    ref = entry["valueFrom"]["secretKeyRef"]
-                    found.setdefault(doc["metadata"]["name"], set()).add((ref["name"], ref["key"]))
+                    found.setdefault(doc["metadata"]["name"], set()).add((file.secret, file.key))
     return found
 
 
@@ -211,14 +230,16 @@ def test_an_external_server_with_an_application_role_gives_services_its_url_and_
 
     init = assert_roles_script_runs_before_the_job(rendered)
     assert init["name"] == "database-roles"
-    # Kubernetes expands $(OWNER_DATABASE_URL) in the command: psql connects as the owner.
-    command = init["command"]
-    assert command[:2] == ["psql", "$(OWNER_DATABASE_URL)"]
-    assert f"app_role={external['appUsername']}" in command
-    env = env_of(init)
-    assert env["OWNER_DATABASE_URL"]["valueFrom"]["secretKeyRef"] == {"name": secret_name, "key": owner_key}
+    # psql connects with the owner's URL, read from the Secret's file.
+    script = init["command"][2]
+    assert "url=$(cat /run/secrets/postgresql/owner-url)" in script and 'exec psql "$url" ' in script
+    assert f"app_role={external['appUsername']}" in script
+    spec = rendered.get("Job", name_of("migrations"))["spec"]["template"]["spec"]
+    (volume,) = [v for v in spec["volumes"] if v["name"] == "roles-secrets"]
+    assert volume["secret"]["secretName"] == secret_name
+    assert volume["secret"]["items"] == [{"key": owner_key, "path": "owner-url"}]
     # The operator's role keeps the password they gave it: the script gets none, so it only grants.
-    assert set(env) == {"OWNER_DATABASE_URL"}
+    assert "env" not in init and "APP_PASSWORD" not in script
     hook = rendered.get("Job", name_of("migrations"))["metadata"]["annotations"]["helm.sh/hook"]
     assert hook == ("pre-install,pre-upgrade" if "existingSecret" in external else "post-install,pre-upgrade")
 
@@ -233,7 +254,7 @@ def test_an_external_server_without_an_application_role_keeps_one_url(renderer: 
         assert found and all(refs == one_url for refs in found.values()), (kind, found)
     job = rendered.get("Job", name_of("migrations"))["spec"]["template"]["spec"]
     assert "initContainers" not in job
-    assert [v["name"] for v in job["volumes"]] == ["tmp"]
+    assert not [v for v in job["volumes"] if "configMap" in v]  # no roles script
     assert not rendered.has("ConfigMap", f"{name_of('postgresql')}-roles")
 
 

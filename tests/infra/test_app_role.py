@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import secrets
 import subprocess
 import sys
@@ -200,40 +199,38 @@ def chart_role_sql() -> str:
 def run_as_kubernetes(
     values: dict[str, Any], secrets: dict[tuple[str, str], str], folder: Path
 ) -> subprocess.CompletedProcess[str]:
-    """Run the rendered init container's own command here as the kubelet would: its env (and only its env)
-    resolved from `secrets`, $(VAR) expanded in the command, the roles ConfigMap mounted from `folder`,
-    psql from the local Postgres build."""
+    """Run the rendered init container's own command here as the kubelet would: its env (plain values: no
+    secret is in it), its volumes' files (the roles ConfigMap, the Secret's items taken from `secrets`) in
+    folders standing in for their mount paths, psql from the local Postgres build first on the PATH."""
     sys.path.insert(0, str(ROOT / "scripts"))
     import local_infra
 
     files, init, volumes = chart_roles(values)
     env: dict[str, str] = {}
     for entry in init.get("env", []):
-        if "value" in entry:
-            env[entry["name"]] = entry["value"]
-        else:
-            ref = entry["valueFrom"]["secretKeyRef"]
-            env[entry["name"]] = secrets[(ref["name"], ref["key"])]
+        assert "value" in entry, f"a secret in the environment: {entry}"
+        env[entry["name"]] = entry["value"]
     mounts = {}
     for mount in init["volumeMounts"]:
+        assert mount["readOnly"] is True, mount
         (volume,) = [v for v in volumes if v["name"] == mount["name"]]
-        assert "configMap" in volume, volume
+        if "configMap" in volume:
+            contents = files
+        else:
+            source = volume["secret"]
+            contents = {item["path"]: secrets[(source["secretName"], item["key"])] for item in source["items"]}
         target = folder / mount["name"]
         target.mkdir(parents=True, exist_ok=True)
-        for name, text in files.items():
+        for name, text in contents.items():
             (target / name).write_text(text)
         mounts[mount["mountPath"].rstrip("/") + "/"] = f"{target}/"
-    command = []
-    for arg in init["command"]:
-        arg = re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", lambda m: env.get(m[1], m[0]), arg)
-        for mount_path, local in mounts.items():
-            if arg.startswith(mount_path):
-                arg = local + arg.removeprefix(mount_path)
-        command.append(arg)
-    assert command[0] == "psql", command
+    shell, flags, script = init["command"]
+    assert (shell, flags) == ("sh", "-ec"), init["command"]
+    for mount_path, local in mounts.items():
+        script = script.replace(mount_path, local)
     return subprocess.run(
-        [str(local_infra.pg_bin() / "psql"), *command[1:]],
-        env={"PATH": os.environ["PATH"], "HOME": str(folder), **env},
+        ["sh", "-ec", script],
+        env={"PATH": f"{local_infra.pg_bin()}:{os.environ['PATH']}", "HOME": str(folder), **env},
         capture_output=True,
         text=True,
         timeout=60,
@@ -313,7 +310,7 @@ class ExternalServer:
         return {"postgresql": {"enabled": False, "external": external}}
 
     def grant(self, app_role: str, folder: Path) -> subprocess.CompletedProcess[str]:
-        # The operator's Secret: the owner's URL under the chart's default key; nothing else reaches psql.
+        # The operator's Secret: the owner's URL under the chart's default key (a file); nothing else reaches psql.
         return run_as_kubernetes(self.values(app_role), {("db-urls", "database-owner-url"): self.owner_url}, folder)
 
 

@@ -165,6 +165,8 @@ SECRET = {
 CONSTRAINTS: dict[str, Schema] = {
     "secrets.internalTokenSecret": SECRET,
     "secrets.cookieSecret": SECRET,
+    # An absolute directory other than / (it replaces what the image has there).
+    "secrets.mountPath": {"pattern": r"^/[^\s]*[^\s/]$"},
     "logLevel": {"enum": ["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]},
     "image.pullPolicy": {"enum": ["Always", "IfNotPresent", "Never"]},
     "*.image.pullPolicy": {"enum": ["", "Always", "IfNotPresent", "Never"]},

@@ -284,11 +284,10 @@ Args: (dict "root" $ "secret" name "key" key "value" explicit)
 {{- end -}}
 
 {{/*
-Environment entries for the database and Redis URLs. The bundled stores get
-URLs composed by Kubernetes from the password Secret ($(VAR) expansion), so
-the password never lands in a ConfigMap. The services get the application role, the migrations and
-loads (third argument "owner") the owner: on the bundled server always, on an external one when
-postgresql.external.appUsername is set (otherwise its one URL serves both). Args: (list $ prefix [role])
+Environment entries for the database and Redis URLs of the bundled stores, without their passwords: those are
+files in the secrets directory (stacgis.secretVolume), which stacgis_common.settings puts into the URLs. An
+external store's whole URL is such a file, so it has no entry here. The services get the application role, the
+migrations and loads (third argument "owner") the owner. Args: (list $ prefix [role])
 */}}
 {{- define "stacgis.databaseEnv" -}}
 {{- $root := index . 0 -}}
@@ -296,20 +295,8 @@ postgresql.external.appUsername is set (otherwise its one URL serves both). Args
 {{- $owner := and (gt (len .) 2) (eq (index . 2) "owner") -}}
 {{- if $root.Values.postgresql.enabled }}
 {{- $auth := $root.Values.postgresql.auth }}
-- name: STACGIS_POSTGRES_PASSWORD
-  valueFrom:
-    secretKeyRef:
-      name: {{ include "stacgis.postgresSecretName" $root }}
-      key: {{ ternary $auth.passwordKey $auth.appPasswordKey $owner }}
 - name: {{ $prefix }}DATABASE_URL
-  value: {{ printf "postgresql://%s:$(STACGIS_POSTGRES_PASSWORD)@%s:%v/%s" (ternary $auth.username $auth.appUsername $owner) (include "stacgis.componentName" (list $root "postgresql")) $root.Values.postgresql.port $auth.database | quote }}
-{{- else }}
-{{- $ext := $root.Values.postgresql.external }}
-- name: {{ $prefix }}DATABASE_URL
-  valueFrom:
-    secretKeyRef:
-      name: {{ include "stacgis.postgresSecretName" $root }}
-      key: {{ ternary $ext.ownerUrlKey $ext.urlKey (and $owner (ne $ext.appUsername "")) }}
+  value: {{ printf "postgresql://%s@%s:%v/%s" (ternary $auth.username $auth.appUsername $owner) (include "stacgis.componentName" (list $root "postgresql")) $root.Values.postgresql.port $auth.database | quote }}
 {{- end }}
 {{- end -}}
 
@@ -317,41 +304,86 @@ postgresql.external.appUsername is set (otherwise its one URL serves both). Args
 {{- $root := index . 0 -}}
 {{- $prefix := index . 1 -}}
 {{- if $root.Values.redis.enabled }}
-- name: STACGIS_REDIS_PASSWORD
-  valueFrom:
-    secretKeyRef:
-      name: {{ include "stacgis.redisSecretName" $root }}
-      key: {{ $root.Values.redis.auth.passwordKey }}
 - name: {{ $prefix }}REDIS_URL
-  value: {{ printf "redis://:$(STACGIS_REDIS_PASSWORD)@%s:%v/%v" (include "stacgis.componentName" (list $root "redis")) $root.Values.redis.port $root.Values.redis.database | quote }}
-{{- else }}
-- name: {{ $prefix }}REDIS_URL
-  valueFrom:
-    secretKeyRef:
-      name: {{ include "stacgis.redisSecretName" $root }}
-      key: {{ $root.Values.redis.external.urlKey }}
+  value: {{ printf "redis://%s:%v/%v" (include "stacgis.componentName" (list $root "redis")) $root.Values.redis.port $root.Values.redis.database | quote }}
 {{- end }}
 {{- end -}}
 
-{{- define "stacgis.internalTokenEnv" -}}
+{{/*
+The secrets of one python container as files, each named as the setting's environment variable: the internal
+token key, the cookie key (gateway), the LLM / embedding API key (when the Secret has one), and the bundled
+stores' passwords or the external stores' URLs (Redis for the services only, the database owner's for the
+Jobs). Mounted read-only at secrets.mountPath, which STACGIS_SECRETS_DIR names (stacgis.secretsDirEnv).
+Args: (list $ key volumeName [role])
+*/}}
+{{- define "stacgis.secretVolume" -}}
 {{- $root := index . 0 -}}
-{{- $prefix := index . 1 -}}
-- name: {{ $prefix }}INTERNAL_TOKEN_SECRET
-  valueFrom:
-    secretKeyRef:
-      name: {{ include "stacgis.appSecretName" $root }}
-      key: internal-token-secret
+{{- $key := index . 1 -}}
+{{- $owner := and (gt (len .) 3) (eq (index . 3) "owner") -}}
+{{- $meta := index (include "stacgis.services" $root | fromYaml) $key -}}
+{{- $p := $meta.prefix -}}
+{{- $pg := $root.Values.postgresql -}}
+{{- $redis := $root.Values.redis -}}
+- name: {{ index . 2 }}
+  projected:
+    # Read by the owner and the pod's fsGroup only.
+    defaultMode: 0440
+    sources:
+      - secret:
+          name: {{ include "stacgis.appSecretName" $root }}
+          items:
+            - key: internal-token-secret
+              path: {{ $p }}INTERNAL_TOKEN_SECRET
+            {{- if eq $key "gateway" }}
+            - key: cookie-secret
+              path: {{ $p }}COOKIE_SECRET
+            {{- end }}
+      {{- if or $meta.llm $meta.embeddings }}
+      - secret:
+          name: {{ include "stacgis.appSecretName" $root }}
+          # The key exists only when secrets.llmApiKey (or the existing Secret) gives one.
+          optional: true
+          items:
+            {{- if $meta.llm }}
+            - key: llm-api-key
+              path: {{ $p }}LLM_API_KEY
+            {{- end }}
+            {{- if $meta.embeddings }}
+            - key: llm-api-key
+              path: {{ $p }}EMBEDDING_API_KEY
+            {{- end }}
+      {{- end }}
+      {{- if $meta.database }}
+      - secret:
+          name: {{ include "stacgis.postgresSecretName" $root }}
+          items:
+            {{- if $pg.enabled }}
+            - key: {{ ternary $pg.auth.passwordKey $pg.auth.appPasswordKey $owner }}
+              path: {{ $p }}DATABASE_PASSWORD
+            {{- else }}
+            - key: {{ ternary $pg.external.ownerUrlKey $pg.external.urlKey (and $owner (ne $pg.external.appUsername "")) }}
+              path: {{ $p }}DATABASE_URL
+            {{- end }}
+      {{- end }}
+      {{- if and $meta.redis (not $owner) }}
+      - secret:
+          name: {{ include "stacgis.redisSecretName" $root }}
+          items:
+            - key: {{ ternary $redis.auth.passwordKey $redis.external.urlKey $redis.enabled }}
+              path: {{ $p }}{{ ternary "REDIS_PASSWORD" "REDIS_URL" $redis.enabled }}
+      {{- end }}
 {{- end -}}
 
-{{- define "stacgis.llmKeyEnv" -}}
+{{- define "stacgis.secretsDirEnv" -}}
+- name: STACGIS_SECRETS_DIR
+  value: {{ .Values.secrets.mountPath | quote }}
+{{- end -}}
+
+{{- define "stacgis.secretMount" -}}
 {{- $root := index . 0 -}}
-{{- $prefix := index . 1 -}}
-- name: {{ $prefix }}LLM_API_KEY
-  valueFrom:
-    secretKeyRef:
-      name: {{ include "stacgis.appSecretName" $root }}
-      key: llm-api-key
-      optional: true
+- name: {{ index . 1 }}
+  mountPath: {{ $root.Values.secrets.mountPath }}
+  readOnly: true
 {{- end -}}
 
 {{/*
