@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from stacgis_common.testing import RunningService, free_port, run_service
+from stacgis_common.testing import RunningService, free_port, run_migrations, run_service
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
@@ -25,13 +25,15 @@ def orchestrator() -> Iterator[RunningService]:
 
 
 @pytest.fixture(scope="session")
-def gateways(pg_dsn: str, redis_url: str, orchestrator: RunningService) -> Iterator[Gateways]:
-    """Two gateway processes sharing Redis and Postgres (trusted-header auth: tests pick users by header)."""
+def gateways(pg_dsn: str, app_dsn: str, redis_url: str, orchestrator: RunningService) -> Iterator[Gateways]:
+    """Two gateway processes sharing Redis and Postgres (trusted-header auth: tests pick users by header),
+    connected as the application role on the schema the owner migrated, as deployed."""
+    run_migrations("stacgis_gateway", {"GATEWAY_DATABASE_URL": pg_dsn})
     port_a, port_b = free_port(), free_port()
     common = {"GATEWAY_REDIS_KEY_PREFIX": "main:"}
     with services(
-        ("stacgis_gateway", gateway_env(port_a, pg_dsn, redis_url, orchestrator.url, **common), port_a),
-        ("stacgis_gateway", gateway_env(port_b, pg_dsn, redis_url, orchestrator.url, **common), port_b),
+        ("stacgis_gateway", gateway_env(port_a, app_dsn, redis_url, orchestrator.url, **common), port_a),
+        ("stacgis_gateway", gateway_env(port_b, app_dsn, redis_url, orchestrator.url, **common), port_b),
     ) as (a, b):
         yield Gateways(a, b, orchestrator, "main:")
 
