@@ -11,6 +11,7 @@ from google.protobuf.struct_pb2 import Struct
 
 from stacgis_proto.v1 import events_pb2, run_pb2
 
+from .grounding import GroundingReport
 from .llm.types import Message, ToolCall
 
 
@@ -64,6 +65,28 @@ def message_from_proto(proto: run_pb2.ChatMessage) -> Message:
         ],
         tool_call_id=proto.tool_call_id or None,
         name=proto.name or None,
+    )
+
+
+def grounding_proto(report: GroundingReport) -> events_pb2.Grounding:
+    return events_pb2.Grounding(
+        numbers=[
+            events_pb2.GroundedNumber(
+                text=checked.number.text,
+                value=checked.number.value,
+                unit=checked.number.unit,
+                start=checked.number.start,
+                end=checked.number.end,
+                supported=checked.supported,
+                call_id=checked.call_id,
+                tool_name=checked.tool_name,
+                source_value=checked.source_value,
+                match=checked.match,
+            )
+            for checked in report.numbers
+        ],
+        supported_count=report.supported_count,
+        unsupported_count=report.unsupported_count,
     )
 
 
