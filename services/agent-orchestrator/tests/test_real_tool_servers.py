@@ -17,6 +17,7 @@ import pytest
 from orchestrator_helpers import content, model_requests, run_events, set_rules, terminal
 
 from conftest import orchestrator, orchestrator_env
+from stacgis_common.arguments import retry_hint
 from stacgis_common.testing import (
     REPO_ROOT,
     RunningService,
@@ -189,6 +190,43 @@ async def test_the_answer_is_grounded_in_the_real_raster_statistics(real_orch, m
         assert numbers[value].tool_name == "get_raster_statistics" and numbers[value].unit == "m"
     assert not numbers[1929.0].supported and numbers[1929.0].text == "1,929 m"
     assert (done.grounding.supported_count, done.grounding.unsupported_count) == (2, 1)
+
+
+@pytest.mark.asyncio
+async def test_a_call_whose_error_names_the_collection_to_use_is_made_again_with_it(
+    real_orch, real_raster, model_url
+) -> None:
+    # Eval run 23: Olinda's elevation asked of the Luxembourg DEM. raster-tools' error names the one
+    # collection there that holds elevation in metres too; the orchestrator makes that call itself.
+    message = f"Olinda height [{uuid.uuid4().hex[:8]}]"
+    point = {"lon": -34.86, "lat": -8.0}
+    await set_rules(
+        model_url,
+        {
+            "name": "wrong-dem",
+            "match": {"last_user": "Olinda height", "step": 0},
+            "tool_calls": [{"name": "query_raster_point", "arguments": {"collection_id": "luxembourg-dem", **point}}],
+        },
+        {
+            "name": "answer",
+            # Step 2: the fixed call is a turn of its own in the conversation the model reads.
+            "match": {"last_user": "Olinda height", "step": 2},
+            "content": "The elevation is {{tool:query_raster_point:results.0.values.elevation}} m.",
+        },
+    )
+    events = await run_events(real_orch.url, {"message": message}, timeout=120)
+    starts = [e.payload for e in events if e.name == "tool_start"]
+    errors = [e.payload for e in events if e.name == "tool_error"]
+    results = [e.payload for e in events if e.name == "tool_result"]
+    assert [s["arguments"]["collection_id"] for s in starts] == ["luxembourg-dem", "olinda-dem"]
+    assert [retry_hint(e["error"]) for e in errors] == [("collection_id", "olinda-dem")]
+    elevation = json.loads(results[0]["result"])["results"][0]["values"]["elevation"]
+    async with mcp_client(real_raster.url + "/mcp", token_for("alice")) as session:
+        direct = await session.call_tool("query_raster_point", {"collection_id": "olinda-dem", **point})
+    assert not direct.is_error
+    assert elevation == json.loads(direct.content[0].text)["results"][0]["values"]["elevation"]
+    assert content(events) == f"The elevation is {elevation} m."
+    assert terminal(events).proto.done.grounding.unsupported_count == 0
 
 
 @pytest.mark.asyncio

@@ -16,6 +16,8 @@ from rasterio.features import geometry_mask
 from rasterio.transform import Affine
 from shapely.geometry import shape
 
+from stacgis_common.arguments import retry_hint
+
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 EXPECTED_IDS = {
@@ -281,6 +283,21 @@ async def test_point_of_a_month(raster_service: str) -> None:
         assert "outside 'luxembourg-dem'" in outside and "Collections covering this point:" in outside
         covering = (await call(mcp, "list_raster_collections", bbox=[2.349, 48.849, 2.351, 48.851]))["collections"]
         assert all(c["id"] in outside for c in covering)
+        assert retry_hint(outside) is None, "no other collection at Paris holds elevation"
+        # Olinda asked of the Luxembourg DEM: of the collections there, one holds elevation in metres
+        # too, and the error names it as the call to make (the orchestrator makes it).
+        olinda = await call_error(mcp, "query_raster_point", collection_id="luxembourg-dem", lon=-34.86, lat=-8.0)
+        here = (await call(mcp, "list_raster_collections", bbox=[-34.861, -8.001, -34.859, -7.999]))["collections"]
+        infos = [await call(mcp, "get_raster_info", collection_id=c["id"]) for c in here]
+        dem = await call(mcp, "get_raster_info", collection_id="luxembourg-dem")
+        alike = [
+            i["id"]
+            for i in infos
+            if len(i["bands"]) == 1
+            and [(b["name"], b.get("unit")) for b in i["bands"]] == [(b["name"], b.get("unit")) for b in dem["bands"]]
+        ]
+        assert len(alike) == 1
+        assert retry_hint(olinda) == ("collection_id", alike[0])
 
 
 async def test_several_collections_at_one_point(raster_service: str) -> None:

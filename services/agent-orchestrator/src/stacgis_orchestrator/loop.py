@@ -11,6 +11,7 @@ import time
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
+from stacgis_common.arguments import retry_hint
 from stacgis_proto.v1 import events_pb2
 
 from . import metrics
@@ -18,7 +19,7 @@ from .draft_review import DraftReview, Withdrawal
 from .events import EventSink, grounding_proto, message_to_proto
 from .first_calls import first_call, with_note
 from .grounding import check_answer
-from .llm.types import Message, ModelError, ToolCall, ToolSpec
+from .llm.types import Message, ModelError, ToolCall, ToolSpec, new_call_id
 from .memory import ConversationMemory, consistent_history
 from .model_step import ModelStep
 from .prompts import FORCE_ANSWER, FORCE_ANSWER_AGAIN
@@ -57,6 +58,7 @@ class AgentRun:
         self.steps = 0
         self.new_messages: list[Message] = []
         self.outcome = "error"
+        self.hint_followed = False
         self.review = DraftReview(self.settings, run, self.found, self.answer, deps.catalog)
 
     # Entry point.
@@ -210,6 +212,26 @@ class AgentRun:
             content = with_note(result.content, note) if note else result.content
             message, _ = memory.add_tool_result(result.tool_call_id or "", result.name or "", content)
             self.new_messages.append(message)
+        fix = self._hinted_fix()
+        if fix is not None:
+            self.sink.emit(thinking=events_pb2.Thinking(text=f"Calling {fix.name} again as its error advised.\n"))
+            await self._run_calls(memory, "", [fix], offered)
+
+    def _hinted_fix(self) -> ToolCall | None:
+        """Once per run: the step's only failed call again with the collection its error names as the
+        one to use (`stacgis_common.arguments.retry_with`). Told "olinda-dem covers Olinda", the
+        1.5B model guessed an elevation instead of calling again (eval run 23)."""
+        failed = list(zip(self.found.step_failed_calls, self.found.step_failures, strict=True))
+        if self.hint_followed or len(failed) != 1:
+            return None
+        call, error = failed[0]
+        hint = retry_hint(error)
+        if hint is None or hint[0] != "collection_id" or hint[1] not in self.found.catalog.collections:
+            return None
+        if call.arguments.get("collection_id") == hint[1]:
+            return None
+        self.hint_followed = True
+        return ToolCall(new_call_id(), call.name, {**call.arguments, "collection_id": hint[1]})
 
     def _withhold(self, calls: list[ToolCall]) -> None:
         names = ", ".join(call.name for call in calls)

@@ -4,6 +4,7 @@ fault and what is allowed, as the model needs to correct its call."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +28,23 @@ class ArgumentError(ToolError):
 
 class NotFoundError(ArgumentError):
     """The argument is well-formed but names nothing that exists (a 404 over HTTP)."""
+
+
+# The one change to a failed call that makes it work, written by a tool server into its error and
+# read back by the orchestrator, which then makes that call itself: a 1.5B model told "Collections
+# covering this point: ..., olinda-dem" guessed a number instead of calling again (eval run 23).
+RETRY_WITH = "Call it again with {argument} {value!r}."
+_RETRY_WITH = re.compile(r"Call it again with (?P<argument>\w+) '(?P<value>[^'\n]+)'\.")
+
+
+def retry_with(argument: str, value: str) -> str:
+    return RETRY_WITH.format(argument=argument, value=value)
+
+
+def retry_hint(error: str) -> tuple[str, str] | None:
+    """The (argument, value) an error of `retry_with` names, when it names exactly one."""
+    found = {(m["argument"], m["value"]) for m in _RETRY_WITH.finditer(error)}
+    return found.pop() if len(found) == 1 else None
 
 
 def text_argument(value: Any, argument: str, maximum: int, clean: Callable[[str], str] = str.strip) -> str:

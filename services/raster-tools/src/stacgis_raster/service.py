@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import anyio
 import anyio.to_thread
 
-from stacgis_common.arguments import ArgumentError
+from stacgis_common.arguments import ArgumentError, retry_with
 from stacgis_raster import rasterops, reads, results
 from stacgis_raster.assets import AssetGuard
 from stacgis_raster.catalog import CatalogSource
@@ -273,14 +273,22 @@ class RasterService(PlaceArguments):
     ) -> str:
         where = f"{place_info.get('name')} ({x}, {y})" if place_info else f"the point ({x}, {y})"
         covering = [
-            r.id
+            r
             for r in sorted(await self.collections(), key=lambda r: r.id)
             if r.bbox and r.bbox[0] <= x <= r.bbox[2] and r.bbox[1] <= y <= r.bbox[3]
         ]
-        others = ", ".join(covering) or "none: no collection has data there"
-        return (
+        others = ", ".join(r.id for r in covering) or "none: no collection has data there"
+        message = (
             f"{where} is outside '{record.id}' (extent {record.bbox}), so it has no value there. "
             f"Collections covering this point: {others}."
+        )
+        alike = [r for r in covering if _same_variable(r, record)]
+        if len(alike) != 1:
+            return message
+        band = record.bands[0]
+        unit = f", {band.unit}" if band.unit else ""
+        return f"{message} Of these, '{alike[0].id}' holds {band.name}{unit} like '{record.id}'. " + retry_with(
+            "collection_id", alike[0].id
         )
 
     async def multi_point(
@@ -390,3 +398,11 @@ class RasterService(PlaceArguments):
         if stats["_plan"].factor > 1:
             OVERVIEW_READS.inc()
         return results.change_json(record, info, place_info, area, (a, items_a), (b, items_b), threshold, stats)
+
+
+def _same_variable(candidate: CollectionRecord, asked: CollectionRecord) -> bool:
+    """Another single-variable collection of the same band name and unit (one DEM for another)."""
+    if candidate.id == asked.id or len(candidate.bands) != 1 or len(asked.bands) != 1:
+        return False
+    one, other = candidate.bands[0], asked.bands[0]
+    return one.name == other.name and one.unit == other.unit
