@@ -91,6 +91,11 @@ def test_geometry_validation() -> None:
     square = {"type": "Polygon", "coordinates": [[[6, 49.5], [6.2, 49.5], [6.2, 49.7], [6, 49.7], [6, 49.5]]]}
     assert parse_geojson_geometry(square).bounds == (6, 49.5, 6.2, 49.7)
     assert parse_geojson_geometry(json.dumps({"type": "Feature", "geometry": square, "properties": {}})).area > 0
+    # The ring without the list of rings around it, as a small model wrote it: the same polygon.
+    bare = {"type": "Polygon", "coordinates": square["coordinates"][0]}
+    assert parse_geojson_geometry(bare).equals(parse_geojson_geometry(square))
+    with pytest.raises(ArgumentError, match="not a valid GeoJSON geometry"):
+        parse_geojson_geometry({"type": "Polygon", "coordinates": [[6, 49.5], [6.2, 49.5]]})
     bowtie = {"type": "Polygon", "coordinates": [[[0, 0], [1, 1], [1, 0], [0, 1], [0, 0]]]}
     with pytest.raises(ArgumentError, match="Self-intersection"):
         parse_geojson_geometry(bowtie)
