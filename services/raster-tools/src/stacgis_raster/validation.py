@@ -215,7 +215,6 @@ def _is_ring(coordinates: Any) -> bool:
         isinstance(coordinates, list)
         and len(coordinates) >= 4
         and all(
-            isinstance(p, list) and len(p) in (2, 3) and all(isinstance(c, int | float) for c in p)
-            for p in coordinates
+            isinstance(p, list) and len(p) in (2, 3) and all(isinstance(c, int | float) for c in p) for p in coordinates
         )
     )
