@@ -14,18 +14,15 @@ import pytest
 from pydantic import SecretStr
 from pydantic_settings import BaseSettings
 
+from stacgis_common.testing import SERVICE_SETTINGS
+
 from .conftest import RELEASE, Rendered, Renderer, load_values, name_of, secret_files
 
 # Container name -> settings class it loads: the six services (and their migrate commands), the data loads.
 SETTINGS = {
-    "chat-gateway": "stacgis_gateway.config:GatewaySettings",
-    "agent-orchestrator": "stacgis_orchestrator.settings:OrchestratorSettings",
-    "raster-tools": "stacgis_raster.settings:RasterSettings",
-    "vector-tools": "stacgis_vector.settings:VectorSettings",
-    "knowledge-tools": "stacgis_knowledge.settings:KnowledgeSettings",
-    "memory-tools": "stacgis_memory.settings:MemorySettings",
-    "vector-load": "stacgis_vector.settings:VectorSettings",
-    "knowledge-ingest": "stacgis_knowledge.settings:KnowledgeSettings",
+    **SERVICE_SETTINGS,
+    "vector-load": SERVICE_SETTINGS["vector-tools"],
+    "knowledge-ingest": SERVICE_SETTINGS["knowledge-tools"],
 }
 
 APP_URL = "postgresql://stacgis_app:app-secret@db.internal:5432/stacgis?sslmode=require"

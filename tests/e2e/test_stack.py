@@ -14,6 +14,8 @@ import httpx
 import pytest
 import yaml
 
+from stacgis_common.testing import SERVICE_SETTINGS
+
 from .client import COMPONENTS, INGRESS, missing_components
 from .conftest import require
 
@@ -22,14 +24,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import stack  # noqa: E402  (scripts/stack.py: reads deploy/local/stack.env as `make up` does)
 
 # Deployment name suffix -> settings class of the service.
-SETTINGS = {
-    "chat-gateway": "stacgis_gateway.config:GatewaySettings",
-    "agent-orchestrator": "stacgis_orchestrator.settings:OrchestratorSettings",
-    "raster-tools": "stacgis_raster.settings:RasterSettings",
-    "vector-tools": "stacgis_vector.settings:VectorSettings",
-    "knowledge-tools": "stacgis_knowledge.settings:KnowledgeSettings",
-    "memory-tools": "stacgis_memory.settings:MemorySettings",
-}
+SETTINGS = SERVICE_SETTINGS
 # The chart gives its secrets as files in the directory this names; locally the services keep their
 # development defaults, from no directory.
 CHART_ONLY = {"STACGIS_SECRETS_DIR"}

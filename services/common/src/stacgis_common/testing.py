@@ -34,6 +34,15 @@ LOCAL_REDIS = os.environ.get("STACGIS_TEST_REDIS_URL", "redis://127.0.0.1:56379"
 REPO_ROOT = Path(__file__).resolve().parents[4]
 # Set to the URL of an already running model server (e.g. the one `make up` starts) to reuse it.
 EMBEDDING_URL_ENV = "STACGIS_TEST_EMBEDDING_URL"
+# Each service's settings class ("module:Class"), for tests that load a deployment's settings.
+SERVICE_SETTINGS = {
+    "chat-gateway": "stacgis_gateway.config:GatewaySettings",
+    "agent-orchestrator": "stacgis_orchestrator.settings:OrchestratorSettings",
+    "raster-tools": "stacgis_raster.settings:RasterSettings",
+    "vector-tools": "stacgis_vector.settings:VectorSettings",
+    "knowledge-tools": "stacgis_knowledge.settings:KnowledgeSettings",
+    "memory-tools": "stacgis_memory.settings:MemorySettings",
+}
 
 
 def free_port() -> int:
