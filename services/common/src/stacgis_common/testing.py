@@ -206,6 +206,7 @@ def grant_app_role(owner_dsn: str) -> str:
     the schemas the owner of `owner_dsn` has and will create in its database, as `make up` and the chart
     do; returns the role's URL. Migrations and data loads keep the owner's URL."""
     import asyncio
+    from concurrent.futures import ThreadPoolExecutor
 
     import asyncpg
 
@@ -219,7 +220,9 @@ def grant_app_role(owner_dsn: str) -> str:
         finally:
             await connection.close()
 
-    asyncio.run(run())
+    # On a thread's own event loop: callers inside a running loop (a benchmark's rig) can use it too.
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, run()).result()
     return app_role_url(owner_dsn)
 
 
