@@ -33,12 +33,12 @@ class NotFoundError(ArgumentError):
 # The one change to a failed call that makes it work, written by a tool server into its error and
 # read back by the orchestrator, which then makes that call itself: a 1.5B model told "Collections
 # covering this point: ..., olinda-dem" guessed a number instead of calling again (eval run 23).
-RETRY_WITH = "Call it again with {argument} {value!r}."
 _RETRY_WITH = re.compile(r"Call it again with (?P<argument>\w+) '(?P<value>[^'\n]+)'\.")
 
 
 def retry_with(argument: str, value: str) -> str:
-    return RETRY_WITH.format(argument=argument, value=value)
+    # Quoted by hand, not with repr(): a value holding a quote would change repr's quotes.
+    return f"Call it again with {argument} '{value}'."
 
 
 def retry_hint(error: str) -> tuple[str, str] | None:
