@@ -1,14 +1,17 @@
-"""Raster-specific errors: an upstream that failed, and an unknown collection with close ids suggested.
-Bad arguments are `stacgis_common.arguments.ArgumentError` and its `NotFoundError`."""
+"""Raster-specific errors: an upstream that failed, an unknown collection with close ids suggested,
+and a point outside the collection asked with the collections that cover it. Bad arguments are
+`stacgis_common.arguments.ArgumentError` and its `NotFoundError`."""
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
 
-from stacgis_common.arguments import NotFoundError
+from stacgis_common.arguments import ArgumentError, NotFoundError, retry_with
+from stacgis_raster.records import CollectionRecord
 
 
 class UpstreamError(ToolError):
@@ -27,3 +30,37 @@ def unknown_collection(collection_id: str, known: Iterable[str], argument: str =
         f"no collection '{collection_id}'.{hint} Call list_raster_collections or "
         "search_raster_collections to see the available ids.",
     )
+
+
+def outside_collection(
+    record: CollectionRecord, x: float, y: float, place_info: dict[str, Any] | None, records: Iterable[CollectionRecord]
+) -> ArgumentError:
+    """A point outside `record`: the collections of `records` covering it, and when exactly one of them
+    holds the same variable, that one as the call to make (`retry_with`)."""
+    where = f"{place_info.get('name')} ({x}, {y})" if place_info else f"the point ({x}, {y})"
+    covering = [
+        r
+        for r in sorted(records, key=lambda r: r.id)
+        if r.bbox and r.bbox[0] <= x <= r.bbox[2] and r.bbox[1] <= y <= r.bbox[3]
+    ]
+    others = ", ".join(r.id for r in covering) or "none: no collection has data there"
+    message = (
+        f"{where} is outside '{record.id}' (extent {record.bbox}), so it has no value there. "
+        f"Collections covering this point: {others}."
+    )
+    alike = [r for r in covering if _same_variable(r, record)]
+    if len(alike) == 1:
+        band = record.bands[0]
+        unit = f", {band.unit}" if band.unit else ""
+        message += f" Of these, '{alike[0].id}' holds {band.name}{unit} like '{record.id}'. " + retry_with(
+            "collection_id", alike[0].id
+        )
+    return ArgumentError("place" if place_info else "lon", message)
+
+
+def _same_variable(candidate: CollectionRecord, asked: CollectionRecord) -> bool:
+    """Another single-variable collection of the same band name and unit (one DEM for another)."""
+    if candidate.id == asked.id or len(candidate.bands) != 1 or len(asked.bands) != 1:
+        return False
+    one, other = candidate.bands[0], asked.bands[0]
+    return one.name == other.name and one.unit == other.unit

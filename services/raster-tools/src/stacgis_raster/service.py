@@ -12,11 +12,12 @@ from typing import Any, TypeVar
 import anyio
 import anyio.to_thread
 
-from stacgis_common.arguments import ArgumentError, retry_with
+from stacgis_common.arguments import ArgumentError
 from stacgis_raster import rasterops, reads, results
 from stacgis_raster.assets import AssetGuard
 from stacgis_raster.catalog import CatalogSource
 from stacgis_raster.catalog_search import search_records
+from stacgis_raster.errors import outside_collection
 from stacgis_raster.features import FeatureResolver
 from stacgis_raster.metrics import OVERVIEW_READS
 from stacgis_raster.places import PlaceArguments
@@ -256,7 +257,7 @@ class RasterService(PlaceArguments):
             values = await self.read(reads.point_values, await self.hrefs(items), x, y)
         if outside_is_error and not any(v.inside for v in values):
             # An error, not a result with "inside": false: a small model reads a result as an answer.
-            raise ArgumentError("place" if place_info else "lon", await self._outside_message(record, x, y, place_info))
+            raise outside_collection(record, x, y, place_info, await self.collections())
         return results.point_json(record, items, values, x, y, place_info, note, series)
 
     async def _cell_statistics(
@@ -267,29 +268,6 @@ class RasterService(PlaceArguments):
         info = select_band(record, band)
         found = await self.point(record.id, point[0], point[1], datetime)
         return results.cell_statistics_json(record, info, point, found)
-
-    async def _outside_message(
-        self, record: CollectionRecord, x: float, y: float, place_info: dict[str, Any] | None
-    ) -> str:
-        where = f"{place_info.get('name')} ({x}, {y})" if place_info else f"the point ({x}, {y})"
-        covering = [
-            r
-            for r in sorted(await self.collections(), key=lambda r: r.id)
-            if r.bbox and r.bbox[0] <= x <= r.bbox[2] and r.bbox[1] <= y <= r.bbox[3]
-        ]
-        others = ", ".join(r.id for r in covering) or "none: no collection has data there"
-        message = (
-            f"{where} is outside '{record.id}' (extent {record.bbox}), so it has no value there. "
-            f"Collections covering this point: {others}."
-        )
-        alike = [r for r in covering if _same_variable(r, record)]
-        if len(alike) != 1:
-            return message
-        band = record.bands[0]
-        unit = f", {band.unit}" if band.unit else ""
-        return f"{message} Of these, '{alike[0].id}' holds {band.name}{unit} like '{record.id}'. " + retry_with(
-            "collection_id", alike[0].id
-        )
 
     async def multi_point(
         self, collection_ids: Any, lon: Any, lat: Any, place: Any = None, token: Callable[[], str] | None = None
@@ -335,7 +313,7 @@ class RasterService(PlaceArguments):
             raise ArgumentError("start", f"more than {limit} time steps; narrow start/end")
         values = await self.read(reads.point_values, await self.hrefs(items), x, y)
         if not any(v.inside for v in values):
-            raise ArgumentError("place" if place_info else "lon", await self._outside_message(record, x, y, place_info))
+            raise outside_collection(record, x, y, place_info, await self.collections())
         return results.timeseries_json(record, info, place_info, x, y, items, values)
 
     # -- zonal statistics and change -------------------------------------------------
@@ -398,11 +376,3 @@ class RasterService(PlaceArguments):
         if stats["_plan"].factor > 1:
             OVERVIEW_READS.inc()
         return results.change_json(record, info, place_info, area, (a, items_a), (b, items_b), threshold, stats)
-
-
-def _same_variable(candidate: CollectionRecord, asked: CollectionRecord) -> bool:
-    """Another single-variable collection of the same band name and unit (one DEM for another)."""
-    if candidate.id == asked.id or len(candidate.bands) != 1 or len(asked.bands) != 1:
-        return False
-    one, other = candidate.bands[0], asked.bands[0]
-    return one.name == other.name and one.unit == other.unit
