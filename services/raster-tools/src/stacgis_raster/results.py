@@ -418,14 +418,14 @@ def change_json(
     info: BandInfo,
     place_info: dict[str, Any] | None,
     area: Area,
+    plan: rasterops.ReadPlan,
     period_a: tuple[TimeInterval, Sequence[ItemRecord]],
     period_b: tuple[TimeInterval, Sequence[ItemRecord]],
     threshold: float,
     stats: dict[str, Any],
 ) -> dict[str, Any]:
-    """The change between two periods; `stats` is the read's answer (its `_plan` taken out here)."""
+    """The change between two periods; `stats` is the read's answer without its plan."""
     (a, items_a), (b, items_b) = period_a, period_b
-    plan = stats.pop("_plan")
     summary = change_summary(stats["change"], stats["statistics_a"], stats["statistics_b"], info.unit, (a.text, b.text))
     return {
         "collection_id": record.id,

@@ -373,6 +373,7 @@ class RasterService(PlaceArguments):
             info,
             float(threshold),
         )
-        if stats["_plan"].factor > 1:
+        plan = stats.pop("_plan")
+        if plan.factor > 1:
             OVERVIEW_READS.inc()
-        return results.change_json(record, info, place_info, area, (a, items_a), (b, items_b), threshold, stats)
+        return results.change_json(record, info, place_info, area, plan, (a, items_a), (b, items_b), threshold, stats)
