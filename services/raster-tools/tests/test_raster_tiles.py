@@ -6,6 +6,8 @@ import asyncio
 import json
 import math
 import shutil
+import subprocess
+import sys
 import threading
 import warnings
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -292,6 +294,22 @@ def catalog_with_copies(stac_dir: Path, out: Path, copies: dict[str, str]) -> Pa
     ]
     (out / "catalog.json").write_text(json.dumps(catalog))
     return out / "catalog.json"
+
+
+def test_read_workers_start_with_the_modules_of_every_worker_read_imported() -> None:
+    """The forkserver imports workers.PRELOAD once for all workers and skips a name it cannot import
+    without a word: a module renamed or split would leave every new worker importing its reads."""
+    # The modules whose functions RasterService.read sends to a worker.
+    worker_reads = {f"stacgis_raster.{name}" for name in ("reads", "scene_reads", "tile_reads", "scene_tiles")}
+    code = (
+        "import importlib, json, sys\n"
+        "from stacgis_raster.workers import PRELOAD\n"
+        "for name in PRELOAD: importlib.import_module(name)\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('stacgis_raster.'))))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert worker_reads <= set(json.loads(done.stdout))
 
 
 def test_a_read_past_its_deadline_is_stopped_and_frees_its_worker(
