@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 import pystac
 
 from stacgis_raster.records import BandInfo, CollectionRecord, ItemRecord, cube_format
-from stacgis_raster.stac_fields import TIME_RESOLVED_FIELD
+from stacgis_raster.stac_fields import PROVENANCE_FIELD, TIME_RESOLVED_FIELD
 
 _DATA_MEDIA_TYPES = ("image/tiff", "image/vnd.stac.geotiff")
 
@@ -217,7 +217,7 @@ def collection_record(
         proj_code=proj_code,
         resolution_m=resolution,
         item_count=len(items) if items is not None else None,
-        provenance=collection.extra_fields.get("stacgis:provenance"),
+        provenance=collection.extra_fields.get(PROVENANCE_FIELD),
         items=sorted(items or [], key=lambda i: i.start or dt.datetime.min.replace(tzinfo=dt.UTC)),
         asset_bands=asset_bands,
         cloud_mask=_cloud_mask(collection.extra_fields.get("item_assets") or {}),
