@@ -20,6 +20,7 @@ from stacgis_raster.stac_fields import (
     PROVENANCE_FIELD,
     RENDER_EXT,
     TIME_RESOLVED_FIELD,
+    iso,
 )
 
 CATALOG_ID = "stacgis-demo"
@@ -42,8 +43,7 @@ def _display_range(cog: Path, band: int) -> tuple[float, float]:
 def _item(spec: CollectionSpec, item_spec: ItemSpec) -> pystac.Item:
     properties: dict[str, Any] = {}
     if item_spec.start and item_spec.end:
-        properties["start_datetime"] = item_spec.start.isoformat().replace("+00:00", "Z")
-        properties["end_datetime"] = item_spec.end.isoformat().replace("+00:00", "Z")
+        properties["start_datetime"], properties["end_datetime"] = iso(item_spec.start), iso(item_spec.end)
     with rasterio.open(item_spec.cog) as ds:
         projected = bool(ds.crs and not ds.crs.is_geographic)
         wkt2 = ds.crs.to_wkt(version="WKT2_2019") if ds.crs else None
