@@ -16,7 +16,7 @@ from . import metrics
 from .grounding import ToolResultText, check_answer, extract_numbers
 from .llm.types import ToolCall, ToolSpec, new_call_id
 from .memory import ConversationMemory
-from .premises import Gap, catalogue_gaps
+from .premises import Catalog, Gap, catalogue_gaps
 from .prompts import (
     DESCRIBED_CALL,
     FAILED_CALL,
@@ -266,7 +266,15 @@ class DraftReview:
         named = {cid for cid in self.found.catalog.collections if cid != tried and _names(advice, cid)}
         if len(named) != 1:
             return None
-        return ToolCall(new_call_id(), failed[0].name, {**failed[0].arguments, "collection_id": named.pop()})
+        return in_collection(failed[0], named.pop(), self.found.catalog)
+
+
+def in_collection(call: ToolCall, collection_id: str, catalog: Catalog) -> ToolCall | None:
+    """`call` made again on `collection_id`, when that is a catalogue collection other than the one it
+    named: the fix of a failed call, whether the model's advice or the tool's error names the collection."""
+    if collection_id not in catalog.collections or call.arguments.get("collection_id") == collection_id:
+        return None
+    return ToolCall(new_call_id(), call.name, {**call.arguments, "collection_id": collection_id})
 
 
 def _plain(text: str) -> str:

@@ -15,11 +15,11 @@ from stacgis_common.arguments import retry_hint
 from stacgis_proto.v1 import events_pb2
 
 from . import metrics
-from .draft_review import DraftReview, Withdrawal
+from .draft_review import DraftReview, Withdrawal, in_collection
 from .events import EventSink, grounding_proto, message_to_proto
 from .first_calls import first_call, with_note
 from .grounding import check_answer
-from .llm.types import Message, ModelError, ToolCall, ToolSpec, new_call_id
+from .llm.types import Message, ModelError, ToolCall, ToolSpec
 from .memory import ConversationMemory, consistent_history
 from .model_step import ModelStep
 from .prompts import FORCE_ANSWER, FORCE_ANSWER_AGAIN
@@ -226,12 +226,9 @@ class AgentRun:
             return None
         call, error = failed[0]
         hint = retry_hint(error)
-        if hint is None or hint[0] != "collection_id" or hint[1] not in self.found.catalog.collections:
-            return None
-        if call.arguments.get("collection_id") == hint[1]:
-            return None
-        self.hint_followed = True
-        return ToolCall(new_call_id(), call.name, {**call.arguments, "collection_id": hint[1]})
+        fix = in_collection(call, hint[1], self.found.catalog) if hint and hint[0] == "collection_id" else None
+        self.hint_followed = fix is not None
+        return fix
 
     def _withhold(self, calls: list[ToolCall]) -> None:
         names = ", ".join(call.name for call in calls)
