@@ -280,9 +280,7 @@ class RasterService(PlaceArguments):
             for record in records
         ]
         if all(entry.get("inside") is False for entry in entries):
-            raise ArgumentError(
-                "place" if place_info else "lon", await self._outside_message(records[0], x, y, place_info)
-            )
+            raise outside_collection(records[0], x, y, place_info, await self.collections())
         head = {"place": place_info} if place_info else {}
         return {**head, "lon": x, "lat": y, "count": len(entries), "results": entries}
 
