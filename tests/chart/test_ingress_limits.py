@@ -18,6 +18,8 @@ from typing import Any
 import helm_python
 import pytest
 
+from stacgis_common.testing import free_port
+
 from .conftest import RELEASE, Rendered, Renderer
 
 SNIPPET = "nginx.ingress.kubernetes.io/configuration-snippet"
@@ -77,13 +79,6 @@ def test_trusted_header_mode_behind_the_ingress_needs_the_auth_proxy(
 
 
 # -- the snippet in a real nginx -------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @pytest.fixture

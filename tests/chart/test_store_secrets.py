@@ -6,13 +6,14 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from stacgis_common.testing import free_port
 
 from .conftest import Rendered, Renderer, name_of
 
@@ -63,13 +64,6 @@ def test_bundled_stores_read_their_password_from_the_mounted_secret(
             assert secret_file(spec, container, env["POSTGRES_PASSWORD_FILE"]) == (expected_secret, key)
         else:
             assert secret_file(spec, container, "/run/secrets/redis/password") == (expected_secret, key)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 # The container's folders (its secret mount, /tmp emptyDir and data volume).
