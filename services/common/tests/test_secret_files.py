@@ -22,21 +22,14 @@ from stacgis_common.settings import (
     SettingsError,
     load_settings,
 )
+from stacgis_common.testing import SERVICE_SETTINGS as SETTINGS_PATHS
+from stacgis_common.testing import settings_class
 from stacgis_gateway.config import DEV_COOKIE_SECRET, GatewaySettings
-from stacgis_knowledge.settings import KnowledgeSettings
 from stacgis_memory.settings import MemorySettings
-from stacgis_orchestrator.settings import OrchestratorSettings
 from stacgis_raster.settings import RasterSettings
-from stacgis_vector.settings import VectorSettings
 
-SERVICE_SETTINGS: list[type[BaseSettings]] = [
-    GatewaySettings,
-    OrchestratorSettings,
-    RasterSettings,
-    VectorSettings,
-    KnowledgeSettings,
-    MemorySettings,
-]
+# Every service's settings class, from the one list of them.
+SERVICE_SETTINGS: list[type[BaseSettings]] = [settings_class(path) for path in SETTINGS_PATHS.values()]
 
 
 def prefix_of(cls: type[BaseSettings]) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import importlib
 import json
 import os
 import socket
@@ -27,7 +28,7 @@ import httpx
 import pytest
 
 from .auth import mint_internal_token
-from .settings import DEV_TOKEN_SECRET
+from .settings import DEV_TOKEN_SECRET, ServiceSettings
 
 LOCAL_PG_ADMIN_DSN = os.environ.get("STACGIS_TEST_PG_DSN", "postgresql://stacgis:stacgis@127.0.0.1:55432/stacgis")
 LOCAL_REDIS = os.environ.get("STACGIS_TEST_REDIS_URL", "redis://127.0.0.1:56379")
@@ -43,6 +44,13 @@ SERVICE_SETTINGS = {
     "knowledge-tools": "stacgis_knowledge.settings:KnowledgeSettings",
     "memory-tools": "stacgis_memory.settings:MemorySettings",
 }
+
+
+def settings_class(path: str) -> type[ServiceSettings]:
+    """The settings class a "module:Class" path of SERVICE_SETTINGS names."""
+    module, _, name = path.partition(":")
+    cls: type[ServiceSettings] = getattr(importlib.import_module(module), name)
+    return cls
 
 
 def free_port() -> int:
