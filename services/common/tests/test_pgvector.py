@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 from pydantic_settings import SettingsConfigDict
 
+from stacgis_common.embeddings import embeddings_client
 from stacgis_common.pgvector import EmbeddedTable, EmbeddingMismatch, ensure_embedding_column, reembed
-from stacgis_common.pgvector_runtime import connect, embeddings_client, open_database
+from stacgis_common.pgvector_runtime import connect, open_database
 from stacgis_common.settings import PgvectorSettings
 
 MIGRATION = """
