@@ -387,6 +387,22 @@ Args: (list $ key volumeName [role])
 {{- end -}}
 
 {{/*
+A volume of one Secret's keys as files, read by the owner and the pod's fsGroup only (the store's user's
+group): the bundled stores' own passwords, psql's in the migrations Job. Args: (list name secretName (dict path key))
+*/}}
+{{- define "stacgis.secretFilesVolume" -}}
+- name: {{ index . 0 }}
+  secret:
+    secretName: {{ index . 1 }}
+    items:
+      {{- range $path, $key := index . 2 }}
+      - key: {{ $key }}
+        path: {{ $path }}
+      {{- end }}
+    defaultMode: 0440
+{{- end -}}
+
+{{/*
 Settings of one python service as a map of env name -> string: chart-computed
 values first, then the service's `config` map on top. Args: (list $ key)
 */}}
