@@ -322,6 +322,12 @@ async def test_several_collections_at_one_point(raster_service: str) -> None:
         assert by_id["landsat7-olinda-ndvi"]["values"]["ndvi"] == pytest.approx(
             (bands[3] - bands[2]) / (bands[3] + bands[2]), abs=1e-6
         )
+        # Outside every collection asked: an error naming the collections that do cover the point.
+        paris = await call_error(
+            mcp, "query_multiple_rasters_point", collection_ids=["landsat7-olinda", "olinda-dem"], lon=2.35, lat=48.85
+        )
+        assert "outside 'landsat7-olinda'" in paris and "Collections covering this point:" in paris
+        assert "global-land-mask" in paris
 
 
 async def test_timeseries_of_1999_has_12_monthly_points(raster_service: str) -> None:
