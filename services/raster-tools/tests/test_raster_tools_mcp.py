@@ -328,6 +328,11 @@ async def test_several_collections_at_one_point(raster_service: str) -> None:
         )
         assert "outside 'landsat7-olinda'" in paris and "Collections covering this point:" in paris
         assert "global-land-mask" in paris
+        # This tool takes a list: no single collection_id to call again with, though one DEM covers Olinda.
+        olinda = await call_error(
+            mcp, "query_multiple_rasters_point", collection_ids=["luxembourg-dem"], lon=-34.86, lat=-8.0
+        )
+        assert "olinda-dem" in olinda and retry_hint(olinda) is None
 
 
 async def test_timeseries_of_1999_has_12_monthly_points(raster_service: str) -> None:

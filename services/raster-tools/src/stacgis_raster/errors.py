@@ -33,10 +33,16 @@ def unknown_collection(collection_id: str, known: Iterable[str], argument: str =
 
 
 def outside_collection(
-    record: CollectionRecord, x: float, y: float, place_info: dict[str, Any] | None, records: Iterable[CollectionRecord]
+    record: CollectionRecord,
+    x: float,
+    y: float,
+    place_info: dict[str, Any] | None,
+    records: Iterable[CollectionRecord],
+    hint: bool = True,
 ) -> ArgumentError:
     """A point outside `record`: the collections of `records` covering it, and when exactly one of them
-    holds the same variable, that one as the call to make (`retry_with`)."""
+    holds the same variable, that one as the call to make (`retry_with`). A tool that takes a list of
+    collections (`hint=False`) has no single `collection_id` to call again with."""
     where = f"{place_info.get('name')} ({x}, {y})" if place_info else f"the point ({x}, {y})"
     covering = [
         r
@@ -49,7 +55,7 @@ def outside_collection(
         f"Collections covering this point: {others}."
     )
     alike = [r for r in covering if _same_variable(r, record)]
-    if len(alike) == 1:
+    if hint and len(alike) == 1:
         band = record.bands[0]
         unit = f", {band.unit}" if band.unit else ""
         message += f" Of these, '{alike[0].id}' holds {band.name}{unit} like '{record.id}'. " + retry_with(

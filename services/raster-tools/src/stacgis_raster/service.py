@@ -280,7 +280,7 @@ class RasterService(PlaceArguments):
             for record in records
         ]
         if all(entry.get("inside") is False for entry in entries):
-            raise outside_collection(records[0], x, y, place_info, await self.collections())
+            raise outside_collection(records[0], x, y, place_info, await self.collections(), hint=False)
         head = {"place": place_info} if place_info else {}
         return {**head, "lon": x, "lat": y, "count": len(entries), "results": entries}
 
