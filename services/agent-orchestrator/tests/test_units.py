@@ -393,6 +393,23 @@ CATALOGUE = json.dumps(
 )
 
 
+def test_a_failed_call_is_made_again_only_on_another_catalogue_collection_it_could_name() -> None:
+    from stacgis_orchestrator.draft_review import in_collection
+    from stacgis_orchestrator.premises import Catalog
+
+    catalog = Catalog.from_resource(CATALOGUE)
+    failed = ToolCall("c1", "query_raster_point", {"collection_id": "oisst-sst", "lon": 6.1, "lat": 49.6})
+    fix = in_collection(failed, "lux-dem", catalog)
+    assert fix is not None and fix.id != failed.id and fix.name == failed.name
+    assert fix.arguments == {"collection_id": "lux-dem", "lon": 6.1, "lat": 49.6}
+    assert failed.arguments["collection_id"] == "oisst-sst", "the failed call is left as it was"
+    assert in_collection(failed, "oisst-sst", catalog) is None, "the same call again"
+    assert in_collection(failed, "no-such-dem", catalog) is None, "not a collection of the catalogue"
+    # A tool taking a list of collections is never given a collection_id it does not take.
+    several = ToolCall("c2", "query_multiple_rasters_point", {"collection_ids": ["oisst-sst"], "lon": 6.1, "lat": 49.6})
+    assert in_collection(several, "lux-dem", catalog) is None
+
+
 def test_the_variables_a_question_names_leave_out_place_names_and_collection_ids() -> None:
     from stacgis_orchestrator.premises import asked_variables, asked_years
 

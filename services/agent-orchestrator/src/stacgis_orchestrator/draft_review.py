@@ -270,9 +270,11 @@ class DraftReview:
 
 
 def in_collection(call: ToolCall, collection_id: str, catalog: Catalog) -> ToolCall | None:
-    """`call` made again on `collection_id`, when that is a catalogue collection other than the one it
-    named: the fix of a failed call, whether the model's advice or the tool's error names the collection."""
-    if collection_id not in catalog.collections or call.arguments.get("collection_id") == collection_id:
+    """`call` made again on `collection_id`, when it named a collection and that is another one of the
+    catalogue: the fix of a failed call, whether the model's advice or the tool's error names the
+    collection. A call with no `collection_id` (a tool taking a list of them) is never given one."""
+    tried = call.arguments.get("collection_id")
+    if not isinstance(tried, str) or tried == collection_id or collection_id not in catalog.collections:
         return None
     return ToolCall(new_call_id(), call.name, {**call.arguments, "collection_id": collection_id})
 
