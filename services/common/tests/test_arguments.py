@@ -5,7 +5,15 @@ from typing import Any
 
 import pytest
 
-from stacgis_common.arguments import ArgumentError, NotFoundError, bbox_argument, limit_argument, text_argument
+from stacgis_common.arguments import (
+    ArgumentError,
+    NotFoundError,
+    bbox_argument,
+    limit_argument,
+    retry_hint,
+    retry_with,
+    text_argument,
+)
 
 
 @pytest.mark.parametrize("value", [None, "", "   ", 42, ["Berlin"]])
@@ -65,3 +73,14 @@ def test_a_bad_bbox_is_refused_naming_the_argument(value: Any, message: str) -> 
     with pytest.raises(ArgumentError) as refused:
         bbox_argument(value, "box")
     assert refused.value.argument == "box" and message in refused.value.detail
+
+
+def test_the_one_retry_an_error_names_is_read_back_from_it() -> None:
+    """A tool server writes `retry_with` into its error; the orchestrator reads it with `retry_hint`."""
+    error = "point (-34.86, -8.0) is outside 'lux-dem'. " + retry_with("collection_id", "olinda-dem")
+    assert retry_hint(error) == ("collection_id", "olinda-dem")
+    assert retry_hint(f"query_raster_point: {error}") == ("collection_id", "olinda-dem"), "behind the tool's name"
+    assert retry_hint(error + " " + retry_with("collection_id", "olinda-dem")) == ("collection_id", "olinda-dem")
+    # None named, or two different ones: nothing to retry with.
+    assert retry_hint("point (-34.86, -8.0) is outside 'lux-dem'; covering it: olinda-dem.") is None
+    assert retry_hint(error + " " + retry_with("collection_id", "jacksboro-dem")) is None
