@@ -5,7 +5,6 @@ rendered environment, read the keys and the store URLs from them."""
 from __future__ import annotations
 
 import base64
-import importlib
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -14,7 +13,7 @@ import pytest
 from pydantic import SecretStr
 from pydantic_settings import BaseSettings
 
-from stacgis_common.testing import SERVICE_SETTINGS
+from stacgis_common.testing import SERVICE_SETTINGS, settings_class
 
 from .conftest import RELEASE, Rendered, Renderer, load_values, name_of, secret_files
 
@@ -33,12 +32,6 @@ EXTERNAL: dict[str, Any] = {
     "redis": {"enabled": False, "external": {"url": REDIS_URL}},
 }
 API_KEY = {"secrets": {"llmApiKey": "sk-" + "k" * 40}}
-
-
-def settings_class(container: dict[str, Any]) -> type[BaseSettings]:
-    module, _, name = SETTINGS[container["name"]].partition(":")
-    cls: type[BaseSettings] = getattr(importlib.import_module(module), name)
-    return cls
 
 
 def python_containers(rendered: Rendered) -> list[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]]:
@@ -105,7 +98,7 @@ def load_in_container(
     the files of its Secret volume, made from the rendered Secrets."""
     from stacgis_common.settings import load_settings
 
-    cls = settings_class(container)
+    cls = settings_class(SETTINGS[container["name"]])
     prefix = str(cls.model_config["env_prefix"])
     directory, sources = secret_files(spec, container)
     data = secret_data(rendered)

@@ -3,7 +3,6 @@ routes, the environment variables the chart sets."""
 
 from __future__ import annotations
 
-import importlib
 import re
 import sys
 from pathlib import Path
@@ -14,7 +13,7 @@ import httpx
 import pytest
 import yaml
 
-from stacgis_common.testing import SERVICE_SETTINGS
+from stacgis_common.testing import SERVICE_SETTINGS, settings_class
 
 from .client import COMPONENTS, INGRESS, missing_components
 from .conftest import require
@@ -97,8 +96,7 @@ def test_every_variable_in_stack_env_is_a_setting_of_its_service() -> None:
     local = {**stack.read_env_file(ROOT / "deploy" / "local" / "stack.env"), **dict.fromkeys(stack.LLM_VARIABLES)}
     unknown = []
     for target in SETTINGS.values():
-        module, _, name = target.partition(":")
-        settings = getattr(importlib.import_module(module), name)
+        settings = settings_class(target)
         prefix = str(settings.model_config["env_prefix"])
         fields = {f"{prefix}{field}".upper() for field in settings.model_fields}
         unknown += [key for key in local if key.startswith(prefix) and key not in fields]
