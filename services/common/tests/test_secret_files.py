@@ -77,9 +77,10 @@ def test_a_url_file_or_a_password_file_gives_the_store_urls(cls: type[BaseSettin
     (secrets_dir / f"{prefix}COOKIE_SECRET").write_text("c" * MIN_SECRET_CHARS)
     stores = [name for name in ("database", "redis") if f"{name}_url" in cls.model_fields]
     if not stores:
-        # raster-tools has no store: a stray password file gives it no setting.
-        (secrets_dir / f"{prefix}DATABASE_PASSWORD").write_text("unused")
-        assert not hasattr(load_settings(cls), "database_url")
+        # raster-tools has no store: a stray password file (a shared Secret mounted whole) must
+        # neither stop it from starting nor end up in any of its settings.
+        (secrets_dir / f"{prefix}DATABASE_PASSWORD").write_text("stray-password")
+        assert "stray-password" not in load_settings(cls).model_dump_json()
         return
     # An external store: the whole URL, password included, in one file.
     urls = {"database": "postgresql://ext:p%40ss@db.example:5432/app", "redis": "redis://:r%3Ak@cache.example:6379/2"}
