@@ -17,8 +17,9 @@ from concurrent.futures import CancelledError as FutureCancelled
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, TypeVar
 
-import rasterio
 from pebble import ProcessExpired, ProcessPool
+
+from .rasterops import in_gdal_env
 
 T = TypeVar("T")
 
@@ -51,8 +52,7 @@ def _init_worker(env: dict[str, str | int]) -> None:
 
 
 def _call_in_env(fn: Callable[..., T], args: tuple[Any, ...]) -> T:
-    with rasterio.Env(**_gdal_env):
-        return fn(*args)
+    return in_gdal_env(_gdal_env, fn, *args)
 
 
 class ReadPool:
