@@ -15,12 +15,15 @@ is recorded. The project's own packages (stacgis-*) are left out: they are insta
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
+import re
 import subprocess
 import sys
 import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from packaging.markers import Marker, default_environment
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -40,6 +43,12 @@ HEADER = """\
 # in a pyproject.toml or requirements file: `make setup`, then `make constraints`.
 """
 
+# Pins .venv cannot show: what only the images' Python needs, whose version (Debian's 3.11.2, or the
+# official image's 3.11.11) differs from .venv's. Each keeps the marker that makes it apply, so pip
+# uses it only there; `write` keeps them and `check` names a new one (image_only_requirements).
+MARKED = ('async-timeout==5.0.1; python_full_version < "3.11.3"',)  # redis on Python < 3.11.3
+MARKED_HEADER = "# Only where the marker holds (the images' Python), so not in .venv:\n"
+
 Pins = dict[str, tuple[str, str]]  # canonical name -> (name as written, version)
 
 
@@ -54,27 +63,77 @@ def installed(python: Path = VENV_PYTHON) -> Pins:
     return parse(listed)
 
 
-def parse(text: str) -> Pins:
-    """`name==version` lines (comments and blank lines skipped); anything else is refused."""
+def marker_environment(python: str | None = None) -> dict[str, str]:
+    """This interpreter's marker environment (no extra requested), or with another Python version's."""
+    environment = {key: str(value) for key, value in default_environment().items()} | {"extra": ""}
+    if python is not None:
+        environment |= {"python_full_version": python, "python_version": ".".join(python.split(".")[:2])}
+    return environment
+
+
+def parse(text: str, python: str | None = None) -> Pins:
+    """`name==version` lines, optionally `; marker` (comments and blank lines skipped); anything else, a URL
+    or a path, is refused. A line whose marker does not hold for `python` (a full version; default: this
+    interpreter) is left out."""
+    here = marker_environment(python)
     pins: Pins = {}
     for number, raw in enumerate(text.splitlines(), 1):
-        line = raw.split("#", 1)[0].strip()
-        if not line:
+        line, _, marker = raw.split("#", 1)[0].partition(";")
+        name, equals, version = line.strip().partition("==")
+        if not line.strip():
             continue
-        name, equals, version = line.partition("==")
-        if not equals or not name.strip() or not version.strip() or any(c in line for c in " @;:/"):
+        if not equals or not name.strip() or not version.strip() or re.search(r"[\s@:/]", line.strip()):
             raise ValueError(f"line {number}: {raw!r} is not name==version")
+        if marker.strip() and not Marker(marker).evaluate(here):
+            continue
         if not canonicalize_name(name).startswith(LOCAL_PACKAGE_PREFIX):
             pins[canonicalize_name(name)] = (name.strip(), version.strip())
     return pins
 
 
-def read(path: Path = CONSTRAINTS) -> Pins:
-    return parse(path.read_text())
+def read(path: Path = CONSTRAINTS, python: str | None = None) -> Pins:
+    return parse(path.read_text(), python)
 
 
 def render(pins: Pins) -> str:
-    return HEADER + "".join(f"{name}=={version}\n" for _, (name, version) in sorted(pins.items()))
+    marked = parse("\n".join(line.split(";")[0] for line in MARKED))
+    lines = [f"{name}=={version}\n" for key, (name, version) in sorted(pins.items()) if key not in marked]
+    return HEADER + "".join(lines) + MARKED_HEADER + "".join(f"{line}\n" for line in MARKED)
+
+
+def image_pythons(repo: Path = REPO) -> list[str]:
+    """The Python versions of the images' bases: Debian's (the python3 pin of scripts/images.py) and the
+    official image the Dockerfiles default to."""
+    found = set(re.findall(r'"python3=(\d+\.\d+\.\d+)-', (repo / "scripts" / "images.py").read_text()))
+    for dockerfile in repo.glob("services/*/Dockerfile"):
+        found |= set(re.findall(r"ARG PYTHON_IMAGE=python:(\d+\.\d+\.\d+)", dockerfile.read_text()))
+    return sorted(found)
+
+
+def image_only_requirements(text: str, pythons: Iterable[str]) -> list[str]:
+    """Each dependency a pinned distribution (as installed here) has only under an image's Python, by a
+    marker that does not hold here, and that constraints.txt does not pin for that Python."""
+    here = marker_environment()
+    problems = []
+    for python in pythons:
+        pins = parse(text, python)
+        there = marker_environment(python)
+        for key, (name, version) in sorted(pins.items()):
+            try:
+                requires = importlib.metadata.distribution(key).requires or []
+            except importlib.metadata.PackageNotFoundError:
+                continue
+            for line in requires:
+                requirement = Requirement(line)
+                marker = requirement.marker
+                if marker is None or not marker.evaluate(there) or marker.evaluate(here):
+                    continue
+                if canonicalize_name(requirement.name) not in pins:
+                    problems.append(
+                        f"{name}=={version} needs {requirement} on Python {python} (an image's), which is not pinned"
+                        " there: add it to MARKED in scripts/constraints.py"
+                    )
+    return problems
 
 
 def venv_differences(constraints: Pins, venv: Pins, fix: str = "make constraints") -> list[str]:
@@ -122,9 +181,10 @@ def pin_differences(constraints: Pins, pins: Iterable[tuple[str, Requirement]]) 
     return problems
 
 
-def check(constraints: Mapping[str, tuple[str, str]] | None = None) -> list[str]:
-    pins = dict(constraints) if constraints is not None else read()
-    return venv_differences(pins, installed()) + pin_differences(pins, requirement_pins())
+def check() -> list[str]:
+    pins = read()
+    problems = venv_differences(pins, installed()) + pin_differences(pins, requirement_pins())
+    return problems + image_only_requirements(CONSTRAINTS.read_text(), image_pythons())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -137,6 +197,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         broken = subprocess.run([str(VENV_PYTHON), "-m", "pip", "check"], capture_output=True, text=True)
         problems = [broken.stdout.strip()] if broken.returncode else []
         problems += pin_differences(pins, requirement_pins())
+        problems += image_only_requirements(render(pins), image_pythons())
         if problems:
             print("\n".join(["the venv disagrees with the pins (run make setup first):", *problems]), file=sys.stderr)
             return 1

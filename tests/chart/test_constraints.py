@@ -42,36 +42,58 @@ def test_every_requirement_pin_agrees_with_the_constraints(pinned: script.Pins) 
 
 
 def test_a_version_other_than_the_constraints_is_named(pinned: script.Pins) -> None:
-    """The checks above fail, naming the distribution and where it is pinned, when one version moves."""
-    venv = script.installed()
+    """The checks above fail, naming the distribution and where it is pinned, when one version moves: here a
+    venv holding what the file pins, against the file with numpy moved or left out."""
+    venv = dict(pinned)
     name, version = pinned["numpy"]
     moved = {**pinned, "numpy": (name, version + ".post99")}
     assert script.venv_differences(moved, venv) == [
-        f"{name} is {venv['numpy'][1]} installed, {version}.post99 pinned (make constraints)"
+        f"{name} is {version} installed, {version}.post99 pinned (make constraints)"
     ]
-    pins = script.requirement_pins()
-    numpy_pins = [f"{where}: {r}" for where, r in pins if canonicalize_name(r.name) == "numpy"]
+    numpy_pins = [(where, r) for where, r in script.requirement_pins() if canonicalize_name(r.name) == "numpy"]
     assert len(numpy_pins) >= 3
-    expected = [f"{pin} but constraints.txt pins {name}=={version}.post99" for pin in numpy_pins]
-    assert script.pin_differences(moved, pins) == expected
+    expected = [f"{where}: {r} but constraints.txt pins {name}=={version}.post99" for where, r in numpy_pins]
+    assert script.pin_differences(moved, numpy_pins) == expected
+    assert script.pin_differences(pinned, numpy_pins) == []
     unpinned = {key: value for key, value in pinned.items() if key != "numpy"}
     assert script.venv_differences(unpinned, venv) == [
-        f"{name}=={venv['numpy'][1]} is installed but not pinned (make constraints)"
+        f"{name}=={version} is installed but not pinned (make constraints)"
     ]
-    assert script.pin_differences(unpinned, pins) == [f"{pin} is not in constraints.txt" for pin in numpy_pins]
+    assert script.venv_differences(venv, unpinned) == [
+        f"{name}=={version} is pinned but not installed (make constraints)"
+    ]
+    assert script.pin_differences(unpinned, numpy_pins) == [
+        f"{where}: {r} is not in constraints.txt" for where, r in numpy_pins
+    ]
 
 
 def test_the_file_is_as_the_generator_writes_it(pinned: script.Pins) -> None:
-    """Sorted `name==version` lines under the header: no index URL, no local path, no stacgis-* package."""
+    """Sorted `name==version` lines under the header, then the marked ones: no index URL, no local path, no
+    stacgis-* package."""
     text = script.CONSTRAINTS.read_text()
     assert text == script.render(pinned)
-    lines = [line for line in text.splitlines() if line and not line.startswith("#")]
+    lines = [line for line in text.splitlines() if line and not line.startswith("#") and line not in script.MARKED]
     assert len(lines) == len(pinned) > 100
     odd = [line for line in lines if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*==[0-9][0-9A-Za-z.!+_-]*", line)]
     assert odd == []
     assert not [line for line in lines if canonicalize_name(line).startswith(script.LOCAL_PACKAGE_PREFIX)]
     with pytest.raises(ValueError, match="line 2"):
         script.parse("numpy==2.4.6\ntorch @ file:///opt/wheels/torch.whl\n")
+
+
+def test_what_only_the_images_python_needs_is_pinned_there() -> None:
+    """The images run Debian's Python 3.11.2 (or the official image's 3.11.11), not .venv's: a dependency whose
+    marker holds only there (redis' async-timeout below 3.11.3) is pinned with that marker."""
+    pythons = script.image_pythons()
+    assert "3.11.2" in pythons and len(pythons) == 2, pythons
+    text = script.CONSTRAINTS.read_text()
+    assert script.image_only_requirements(text, pythons) == []
+    assert script.read(python="3.11.2")["async-timeout"] == ("async-timeout", "5.0.1")
+    assert "async-timeout" not in script.read(python="3.11.11")
+    # Without its marked pin, the dependency is named.
+    without = text.replace(script.MARKED[0], "")
+    (problem,) = script.image_only_requirements(without, pythons)
+    assert problem.startswith(f"redis=={script.read()['redis'][1]} needs async-timeout") and "3.11.2" in problem
 
 
 def _setup_pip_installs() -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -16,7 +17,7 @@ from stacgis_common.testing import call_tool, free_port, mcp_client, token_for
 from stacgis_memory.store import SCHEMA as MEMORY_SCHEMA
 
 from .conftest import CACHE, ChatPath
-from .containers import PODMAN, REPO, Container, container, expected_images, inspect
+from .containers import PODMAN, REPO, Container, container, expected_images, inspect, run_once
 
 # The tools each server lists (from its source: a tool renamed there must be renamed here too).
 TOOLS = {
@@ -199,6 +200,30 @@ def test_python_images_cannot_write_outside_tmp(tool_servers: dict[str, Containe
         [*PODMAN, "exec", server.name, "python", "-c", probe], capture_output=True, text=True, check=False
     )
     assert done.returncode != 0 and "Read-only file system" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("name", [name for name in expected_images() if name != "frontend"])
+def test_python_images_hold_only_the_constrained_versions(images: dict[str, str], name: str) -> None:
+    """Every distribution in the image's venv is pinned in constraints.txt at that version, for the image's own
+    Python (its markers can add dependencies .venv's Python does not have); pip and setuptools are what
+    `python -m venv` seeded."""
+    sys.path.insert(0, str(REPO / "scripts"))
+    import constraints
+
+    listing = "python -c 'import platform; print(platform.python_version())' && python -m pip list"
+    listing += " --format=freeze --exclude-editable --disable-pip-version-check"
+    done = run_once(images[name], ["sh", "-c", listing], {}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    python, _, frozen = done.stdout.partition("\n")
+    pinned = constraints.read(python=python.strip())
+    held = {key: pin for key, pin in constraints.parse(frozen).items() if key not in ("pip", "setuptools")}
+    assert len(held) > 30
+    outside = []
+    for key, (distribution, version) in sorted(held.items()):
+        wanted = pinned[key][1] if key in pinned else "nothing"
+        if wanted != version:
+            outside.append(f"{distribution}=={version} (pinned: {wanted})")
+    assert outside == [], f"{name}: installed at a version constraints.txt does not pin"
 
 
 def test_frontend_serves_the_built_app(images: dict[str, str]) -> None:
