@@ -9,6 +9,8 @@ import httpx
 import pytest
 from orchestrator_helpers import RunStream, auth, content, model_requests, set_rules, terminal
 
+from stacgis_common.testing import error_of
+
 SAVE = {"name": "save_note", "arguments": {"text": "flood extent 2021"}}
 
 
@@ -59,7 +61,10 @@ async def test_approval_sent_to_the_other_replica_lets_the_call_run(orch, orch_b
     again = httpx.post(
         orch.url + f"/v1/approvals/{request['approvalId']}", json={"approved": False}, headers=auth("alice")
     )
-    assert again.status_code == 409
+    refused = error_of(again, 409)
+    assert (
+        refused["code"] == "conflict" and refused["message"] == f"approval {request['approvalId']} is already approved"
+    )
 
 
 @pytest.mark.asyncio
@@ -80,7 +85,7 @@ async def test_rejection_with_reason_reaches_the_model_and_nothing_runs(orch, or
         foreign = await client.post(
             orch_b.url + f"/v1/approvals/{request['approvalId']}", json={"approved": True}, headers=auth("mallory")
         )
-        assert foreign.status_code == 404
+        assert error_of(foreign, 404)["message"] == f"no pending approval {request['approvalId']}"
         decision = await client.post(
             orch_b.url + f"/v1/approvals/{request['approvalId']}",
             json={"approved": False, "reason": "that data is still in use"},
@@ -119,7 +124,7 @@ async def test_an_unanswered_approval_times_out_as_a_rejection(orch, model_url, 
     late = httpx.post(
         orch.url + f"/v1/approvals/{request['approvalId']}", json={"approved": True}, headers=auth("alice")
     )
-    assert late.status_code == 409 and "expired" in late.text
+    assert error_of(late, 409)["message"] == f"approval {request['approvalId']} is already expired"
 
 
 @pytest.mark.parametrize(
@@ -133,10 +138,11 @@ async def test_an_unanswered_approval_times_out_as_a_rejection(orch, model_url, 
 )
 def test_bad_decisions_get_422_naming_the_field(orch, body, field) -> None:
     response = httpx.post(orch.url + "/v1/approvals/apr_x", json=body, headers=auth("alice"))
-    assert response.status_code == 422
-    assert field in response.text
+    assert error_of(response, 422, field)["code"] == "invalid_argument"
 
 
 def test_unknown_approval_is_404_and_decisions_need_a_token(orch) -> None:
-    assert httpx.post(orch.url + "/v1/approvals/apr_nope", json={"approved": True}, headers=auth()).status_code == 404
-    assert httpx.post(orch.url + "/v1/approvals/apr_nope", json={"approved": True}).status_code == 401
+    unknown = httpx.post(orch.url + "/v1/approvals/apr_nope", json={"approved": True}, headers=auth())
+    assert error_of(unknown, 404) == {"field": None, "message": "no pending approval apr_nope", "code": "not_found"}
+    anonymous = httpx.post(orch.url + "/v1/approvals/apr_nope", json={"approved": True})
+    assert error_of(anonymous, 401)["message"] == "invalid internal token: missing bearer token"

@@ -11,6 +11,8 @@ import httpx
 import pytest
 from orchestrator_helpers import RunStream, auth, content, model_requests, set_rules, terminal
 
+from stacgis_common.testing import error_of
+
 LONG_TEXT = "The elevation of Luxembourg ranges from the Moselle valley to the Ardennes. " * 8
 
 
@@ -59,7 +61,8 @@ async def test_cancel_sent_to_another_replica_stops_the_model_stream(orch, orch_
     entry = await wait_disconnected(model_url, message)
     assert entry["chunks_sent"] < len(LONG_TEXT) // 10
     again = httpx.post(orch.url + f"/v1/runs/{first.proto.run_id}/cancel", headers=auth("alice"))
-    assert again.status_code == 404, "a finished run can no longer be cancelled"
+    # A finished run can no longer be cancelled.
+    assert error_of(again, 404)["message"] == f"no run {first.proto.run_id} in progress"
 
 
 @pytest.mark.asyncio
@@ -130,10 +133,12 @@ async def test_only_the_owner_cancels_and_run_ids_are_unique(orch, orch_b, model
             stream = RunStream(response)
             assert (await stream.until("run_started")).proto.run_id == run_id
             duplicate = await client.post(orch_b.url + "/v1/runs", json=body, headers=auth("alice"))
-            assert duplicate.status_code == 409
-            assert (await client.post(orch_b.url + f"/v1/runs/{run_id}/cancel", headers=auth("bob"))).status_code == 404
+            assert error_of(duplicate, 409)["message"] == f"run {run_id} already exists"
+            foreign = await client.post(orch_b.url + f"/v1/runs/{run_id}/cancel", headers=auth("bob"))
+            assert error_of(foreign, 404)["message"] == f"no run {run_id} in progress"
             assert (await client.post(orch.url + f"/v1/runs/{run_id}/cancel", headers=auth("alice"))).status_code == 202
             events = await stream.rest()
     assert terminal(events).proto.done.finish_reason == "cancelled"
-    assert httpx.post(orch.url + "/v1/runs/run-unknown/cancel", headers=auth("alice")).status_code == 404
-    assert httpx.post(orch.url + f"/v1/runs/{run_id}/cancel").status_code == 401
+    unknown = httpx.post(orch.url + "/v1/runs/run-unknown/cancel", headers=auth("alice"))
+    assert error_of(unknown, 404) == {"field": None, "message": "no run run-unknown in progress", "code": "not_found"}
+    assert error_of(httpx.post(orch.url + f"/v1/runs/{run_id}/cancel"), 401)["code"] == "unauthenticated"

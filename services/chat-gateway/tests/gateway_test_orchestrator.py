@@ -38,7 +38,17 @@ from fastapi.responses import JSONResponse
 from google.protobuf import json_format
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
+from stacgis_common.arguments import ArgumentError
 from stacgis_common.auth import Identity, identity_dependency
+from stacgis_common.http_errors import (
+    REFUSAL_ROWS,
+    Conflict,
+    ErrorMiddleware,
+    ErrorTable,
+    Forbidden,
+    Missing,
+    answer_errors,
+)
 from stacgis_common.settings import ServiceSettings
 from stacgis_proto.v1 import events_pb2, run_pb2
 
@@ -48,6 +58,10 @@ MODEL = "scripted"
 MODELS = [MODEL, "scripted-large"]
 
 app = FastAPI()
+# Errors in the orchestrator's one body (stacgis_common.http_errors), as the gateway reads them.
+ERRORS = ErrorTable(REFUSAL_ROWS, what="the scripted orchestrator request")
+answer_errors(app, ERRORS)
+app.add_middleware(ErrorMiddleware, table=ERRORS)
 settings = ServiceSettings()
 verified = identity_dependency(settings)
 received: list[dict[str, Any]] = []
@@ -219,9 +233,9 @@ async def start_run(request: Request, identity: Annotated[Identity, Depends(veri
     try:
         json_format.ParseDict(body, run)  # strict: unknown fields are a contract violation
     except json_format.ParseError as error:
-        raise HTTPException(400, f"not a RunRequest: {error}") from None
+        raise ArgumentError("body", f"not a RunRequest: {error}") from None
     if identity.session_id != run.session_id:
-        raise HTTPException(403, "internal token is for another session")
+        raise Forbidden("internal token is for another session")
     run_id = run.run_id or f"orch-{time.time_ns()}"
     received.append(
         {
@@ -240,7 +254,7 @@ async def start_run(request: Request, identity: Annotated[Identity, Depends(veri
 @app.post("/v1/runs/{run_id}/cancel", status_code=202)
 async def cancel(run_id: str, _: Annotated[Identity, Depends(verified)]) -> dict[str, str]:
     if run_id not in cancels:
-        raise HTTPException(404, "no such run")
+        raise Missing(f"no run {run_id} in progress")
     cancels[run_id].set()
     return {"run_id": run_id, "status": "cancelling"}
 
@@ -251,12 +265,12 @@ async def approve(approval_id: str, request: Request, _: Annotated[Identity, Dep
     try:
         json_format.ParseDict(await request.json(), decision)  # strict, like the run request
     except json_format.ParseError as error:
-        raise HTTPException(400, f"not an ApprovalDecision: {error}") from None
+        raise ArgumentError("body", f"not an ApprovalDecision: {error}") from None
     future = approvals.get(approval_id)
     if future is None:
-        raise HTTPException(404, "no such approval")
+        raise Missing(f"no pending approval {approval_id}")
     if future.done():
-        raise HTTPException(409, "already answered")
+        raise Conflict(f"approval {approval_id} is already decided")
     future.set_result((decision.approved, decision.reason or None))
     return {"approvalId": approval_id, "status": "approved" if decision.approved else "rejected"}
 

@@ -12,9 +12,11 @@ from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
 from redis.exceptions import RedisError
 
 from stacgis_common.health import health_routes
+from stacgis_common.http_errors import ErrorMiddleware, Unavailable, answer_errors
 from stacgis_common.telemetry import OTEL_ASGI_OPTIONS, MetricsMiddleware, metrics_endpoint, setup_telemetry
 
 from .api import approvals, models, runs, tools
+from .api.errors import ERRORS
 from .services import Services
 from .settings import OrchestratorSettings
 
@@ -55,20 +57,21 @@ def create_app(settings: OrchestratorSettings) -> FastAPI:
     async def tools_ready() -> None:
         await app.state.services.ready_tools()
 
+    answer_errors(app, ERRORS)
+
     @app.exception_handler(RedisError)
     async def redis_unavailable(_: Request, error: RedisError) -> JSONResponse:
         # Runs, cancels and approvals are coordinated through Redis: without it, say so plainly.
-        return JSONResponse(
-            {"detail": f"the coordination store (Redis) is unavailable: {type(error).__name__}"},
-            status_code=503,
-            headers={"Retry-After": "5"},
-        )
+        message = f"the coordination store (Redis) is unavailable: {type(error).__name__}"
+        return ERRORS.response(Unavailable(message, headers={"Retry-After": "5"}))
 
     for route in health_routes({"redis": redis_ready, "model": model_ready, "tools": tools_ready}):
         app.router.routes.append(route)
     app.add_route("/metrics", metrics_endpoint, methods=["GET"], include_in_schema=False)
     for api in (runs, approvals, tools, models):
         app.include_router(api.router)
+    # Innermost: what no handler answered gets the one error body (a 500 with the trace id).
+    app.add_middleware(ErrorMiddleware, table=ERRORS)
     app.add_middleware(MetricsMiddleware, service=SERVICE_NAME)
     app.add_middleware(OpenTelemetryMiddleware, **OTEL_ASGI_OPTIONS)
     return app

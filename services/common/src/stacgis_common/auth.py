@@ -18,6 +18,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from .http_errors import Unauthenticated
 from .settings import ServiceSettings
 
 ISSUER = "stacgis-gateway"
@@ -148,14 +149,12 @@ def _refusal(error: InvalidInternalToken) -> tuple[str, dict[str, str]]:
 
 
 def verified_identity(request: Request, settings: ServiceSettings) -> Identity:
-    """The caller the request's internal token names, or a 401 (FastAPI's HTTPException)."""
-    from fastapi import HTTPException
-
+    """The caller the request's internal token names, or a 401 (`http_errors.Unauthenticated`)."""
     try:
         identity, token = _request_identity(request, settings)
     except InvalidInternalToken as error:
         detail, headers = _refusal(error)
-        raise HTTPException(status_code=401, detail=detail, headers=headers) from None
+        raise Unauthenticated(detail, headers=headers) from None
     request.state.identity = identity
     request.state.internal_token = token
     return identity

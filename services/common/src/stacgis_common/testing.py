@@ -53,6 +53,25 @@ def settings_class(path: str) -> type[ServiceSettings]:
     return cls
 
 
+def error_of(response: httpx.Response, status: int, field: str | None = None) -> dict[str, Any]:
+    """The body of an error answer, checked against the one error body (`stacgis_common.http_errors`):
+    `status`, `{"field", "message", "code"}`, and `field` named both as the field and in the message."""
+    assert response.status_code == status, (response.status_code, response.text)
+    return checked_error_body(response.json(), field)
+
+
+def checked_error_body(body: Any, field: str | None = None) -> dict[str, Any]:
+    """`body` checked as the one error body naming `field` (see `error_of`)."""
+    assert isinstance(body, dict), body
+    assert isinstance(body.get("message"), str) and body["message"], body
+    assert isinstance(body.get("code"), str) and body["code"], body
+    assert "detail" not in body, body
+    assert body.get("field") == field, body
+    if field is not None:
+        assert body["message"].startswith(f"{field}: "), body
+    return body
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Request
 from google.protobuf import json_format
 
+from stacgis_common.arguments import ArgumentError
+from stacgis_common.http_errors import Conflict, Missing
 from stacgis_proto.v1 import run_pb2
 
-from ..coordination import Conflict, NotFound
+from .. import coordination
 from .deps import CallerDep, ServicesDep
-from .errors import InvalidField
 from .run_request import parse_json_body
 
 MAX_REASON_CHARS = 2000
@@ -29,20 +30,20 @@ router = APIRouter(prefix="/v1")
 async def decide(approval_id: str, request: Request, services: ServicesDep, caller: CallerDep) -> dict[str, str]:
     data = parse_json_body(await request.body())
     if not isinstance(data, dict):
-        raise InvalidField("body", "must be a JSON object (stacgis.v1.ApprovalDecision)")
+        raise ArgumentError("body", "must be a JSON object (stacgis.v1.ApprovalDecision)")
     if not isinstance(data.get("approved"), bool):
-        raise InvalidField("approved", "is required and must be true or false")
+        raise ArgumentError("approved", "is required and must be true or false")
     decision = run_pb2.ApprovalDecision()
     try:
         json_format.ParseDict(data, decision, ignore_unknown_fields=True)
     except json_format.ParseError as error:
-        raise InvalidField("body", str(error)) from None
+        raise ArgumentError("body", str(error)) from None
     if len(decision.reason) > MAX_REASON_CHARS:
-        raise InvalidField("reason", f"longer than {MAX_REASON_CHARS} characters")
+        raise ArgumentError("reason", f"longer than {MAX_REASON_CHARS} characters")
     try:
         status = await services.coordinator.decide(approval_id, caller.user_id, decision.approved, decision.reason)
-    except NotFound:
-        raise HTTPException(status_code=404, detail=f"no pending approval {approval_id}") from None
-    except Conflict as state:
-        raise HTTPException(status_code=409, detail=f"approval {approval_id} is already {state}") from None
+    except coordination.NotFound:
+        raise Missing(f"no pending approval {approval_id}") from None
+    except coordination.Conflict as state:
+        raise Conflict(f"approval {approval_id} is already {state}") from None
     return {"approvalId": approval_id, "status": status}

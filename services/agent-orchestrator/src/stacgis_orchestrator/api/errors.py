@@ -1,13 +1,8 @@
-"""Client errors in FastAPI's shape, naming the field at fault."""
+"""The orchestrator's one error table (`stacgis_common.http_errors`): every error of its API is
+`{"field", "message", "code"}`, a bad field a 422 naming it (`ArgumentError`)."""
 
 from __future__ import annotations
 
-from fastapi import HTTPException
+from stacgis_common.http_errors import REFUSAL_ROWS, ErrorTable
 
-
-class InvalidField(HTTPException):
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(
-            status_code=422,
-            detail=[{"loc": ["body", *field.split(".")], "msg": f"{field}: {message}", "type": "value_error"}],
-        )
+ERRORS = ErrorTable(REFUSAL_ROWS, what="the orchestrator request")

@@ -7,18 +7,17 @@ import logging
 from collections.abc import AsyncIterator
 
 import anyio
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from sse_starlette import EventSourceResponse
 
-from stacgis_common.auth import Identity
+from stacgis_common.http_errors import Conflict, Missing
 
 from ..coordination import NotFound
 from ..events import EventSink, event_name, to_json
 from ..loop import AgentRun
-from ..run_context import RunInput
 from .deps import CallerDep, ServicesDep
-from .run_request import parse_run_request, validated_inputs
+from .run_request import parse_run_request
 
 log = logging.getLogger(__name__)
 
@@ -48,16 +47,10 @@ router = APIRouter(prefix="/v1")
 )
 async def create_run(request: Request, services: ServicesDep, caller: CallerDep) -> EventSourceResponse:
     settings = services.settings
-    run_request = parse_run_request(await request.body())
-    run_id, message, history, spatial, max_steps, model = validated_inputs(run_request, settings)
-    # The session comes from the verified token; a body value only fills in when the token has none.
-    identity_for_run = Identity(caller.user_id, caller.session_id or run_request.session_id or None)
+    run_input = parse_run_request(await request.body(), settings, caller)
+    run_id = run_input.run_id
     sink = EventSink(run_id)
-    run = AgentRun(
-        services,
-        RunInput(run_id, identity_for_run, message, history, spatial, max_steps, model),
-        sink,
-    )
+    run = AgentRun(services, run_input, sink)
     holder: dict[str, asyncio.Task[None]] = {}
 
     def on_cancel() -> None:
@@ -66,8 +59,8 @@ async def create_run(request: Request, services: ServicesDep, caller: CallerDep)
         if task is not None and not task.done():
             task.cancel()
 
-    if not await services.coordinator.register_run(run_id, caller.user_id, identity_for_run.session_id, on_cancel):
-        raise HTTPException(status_code=409, detail=f"run {run_id} already exists")
+    if not await services.coordinator.register_run(run_id, caller.user_id, run_input.identity.session_id, on_cancel):
+        raise Conflict(f"run {run_id} already exists")
 
     async def stream() -> AsyncIterator[dict[str, str]]:
         holder["task"] = asyncio.create_task(run.execute(), name=f"run-{run_id}")
@@ -103,5 +96,5 @@ async def cancel_run(run_id: str, services: ServicesDep, caller: CallerDep) -> J
     try:
         await services.coordinator.request_cancel(run_id, caller.user_id)
     except NotFound:
-        raise HTTPException(status_code=404, detail=f"no run {run_id} in progress") from None
+        raise Missing(f"no run {run_id} in progress") from None
     return JSONResponse({"runId": run_id, "status": "cancelling"}, status_code=202)

@@ -7,11 +7,11 @@ from typing import Any
 from fastapi import APIRouter, Query
 from google.protobuf import json_format
 
+from stacgis_common.arguments import ArgumentError
 from stacgis_proto.v1 import tools_pb2
 
 from ..events import struct, whole_numbers
 from .deps import CallerDep, ServicesDep
-from .errors import InvalidField
 
 MAX_QUERY_CHARS = 4000
 
@@ -49,12 +49,12 @@ async def select_tools(
     k: int | None = Query(default=None, description="How many MCP tools; default the configured tool_top_k"),
 ) -> dict[str, Any]:
     if not q.strip():
-        raise InvalidField("q", "must not be empty")
+        raise ArgumentError("q", "must not be empty")
     if len(q) > MAX_QUERY_CHARS:
-        raise InvalidField("q", f"longer than {MAX_QUERY_CHARS} characters")
+        raise ArgumentError("q", f"longer than {MAX_QUERY_CHARS} characters")
     top_k = services.settings.tool_top_k if k is None else k
     if not 1 <= top_k <= 100:
-        raise InvalidField("k", "must be between 1 and 100")
+        raise ArgumentError("k", "must be between 1 and 100")
     catalog = services.catalog
     always = catalog.always_included()
     always_names = {tool.name for tool in always}
