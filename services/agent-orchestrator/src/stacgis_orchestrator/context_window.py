@@ -42,7 +42,7 @@ def estimate_tokens(messages: list[Message], tools: list[ToolSpec], ratio: float
         chars += len(message.content)
         for call in message.tool_calls:
             chars += len(call.name) + len(json.dumps(call.arguments, ensure_ascii=False))
-    tool_chars = sum(len(t.name) + len(t.description) + len(json.dumps(t.parameters)) for t in tools)
+    tool_chars = sum(len(t.name) + len(t.description) + t.parameters_chars for t in tools)
     raw = int((chars + tool_chars) / CHARS_PER_TOKEN) + MESSAGE_OVERHEAD_TOKENS * len(messages)
     return int(raw * ratio)
 

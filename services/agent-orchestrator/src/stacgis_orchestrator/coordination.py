@@ -42,6 +42,12 @@ if not status then return 'missing' end
 if status == 'pending' then redis.call('HSET', KEYS[1], 'status', 'expired') return 'expired' end
 return status
 """
+REGISTER = """
+if redis.call('HSETNX', KEYS[1], 'user_id', ARGV[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'session_id', ARGV[2], 'replica', ARGV[3], 'started_at', ARGV[4])
+redis.call('EXPIRE', KEYS[1], ARGV[5])
+return 1
+"""
 CANCEL = """
 if redis.call('HGET', KEYS[1], 'user_id') ~= ARGV[1] then return 'missing' end
 redis.call('HSET', KEYS[1], 'cancel', '1')
@@ -93,6 +99,7 @@ class Coordinator:
         self._decide = self.redis.register_script(DECIDE)
         self._expire = self.redis.register_script(EXPIRE_APPROVAL)
         self._cancel = self.redis.register_script(CANCEL)
+        self._register = self.redis.register_script(REGISTER)
 
     async def start(self) -> None:
         self._listener = asyncio.create_task(self._listen(), name="coordination-listener")
@@ -139,13 +146,10 @@ class Coordinator:
         self, run_id: str, user_id: str, session_id: str | None, on_cancel: Callable[[], None]
     ) -> bool:
         """Record a new run held by this replica; False when the id is already taken."""
-        key = run_key(run_id)
-        if not await self.redis.hsetnx(key, "user_id", user_id):
+        # One round trip: the run waits for this before its first event.
+        arguments: list[str | int] = [user_id, session_id or "", self.replica, str(time.time()), RUN_TTL_SECONDS]
+        if not await self._register(keys=[run_key(run_id)], args=arguments):
             return False
-        await self.redis.hset(
-            key, mapping={"session_id": session_id or "", "replica": self.replica, "started_at": str(time.time())}
-        )
-        await self.redis.expire(key, RUN_TTL_SECONDS)
         self._cancel_handlers[run_id] = on_cancel
         return True
 

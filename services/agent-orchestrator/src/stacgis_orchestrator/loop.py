@@ -38,6 +38,8 @@ ERROR_CODES = {
     "model_error": "model_error",
 }
 LAST_THOUGHT_CHARS = 500
+# Seconds after its start from which a run's first step reads the cancel flag from Redis.
+CANCEL_READ_AFTER = 1.0
 
 
 class AgentRun:
@@ -144,7 +146,9 @@ class AgentRun:
         await self._first_call(memory)
         last_thought = ""
         for step in range(1, self.run.max_steps + 1):
-            await self.context.check_cancel()
+            # The run's record was written as it started and a cancel since then came by pub/sub: the
+            # first step reads it again only after a slow start (a pub/sub message can be lost).
+            await self.context.check_cancel(read=step > 1 or time.monotonic() - self.started >= CANCEL_READ_AFTER)
             self.sink.step = step
             self.steps = step
             final_step = step == self.run.max_steps

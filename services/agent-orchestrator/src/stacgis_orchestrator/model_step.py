@@ -19,7 +19,7 @@ from .llm.repetition import RepetitionGuard, without_repetition
 from .llm.stream_filter import ContentFilter
 from .llm.text_tools import describe_tools_for_prompt, parse_json_answer, parse_tool_blocks
 from .llm.types import Message, ModelError, ModelTurn, TextDelta, ThinkingDelta, ToolSpec
-from .prefix import all_tools, offered_specs
+from .prefix import all_tools, offered_specs, snapshot_key
 from .run_context import RunContext
 from .tools.calls import unique_ids
 
@@ -41,6 +41,9 @@ class ModelStep:
         self.sink = context.sink
         self.answer = context.answer
         self.text_tools_only = not self.settings.llm_native_tools
+        # The last dynamic selection and what it was made for: a run's first call and its first step
+        # ask for the same query.
+        self._selected: tuple[tuple[str, tuple[int, tuple[str, ...]]], list[ToolSpec]] | None = None
 
     async def offer_tools(self, query: str) -> list[ToolSpec]:
         if self.settings.tool_selection == "all":
@@ -49,7 +52,10 @@ class ModelStep:
             offered = all_tools(self.deps.catalog, self.deps.pool, self.settings)
             metrics.TOOL_SELECTION_SECONDS.observe(time.perf_counter() - started)
             return offered
-        return await self._select_tools(query)
+        key = (query, snapshot_key(self.deps.catalog, self.deps.pool))
+        if self._selected is None or self._selected[0] != key:
+            self._selected = key, await self._select_tools(query)
+        return list(self._selected[1])
 
     async def _select_tools(self, query: str) -> list[ToolSpec]:
         catalog = self.deps.catalog

@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
+import weakref
+from collections.abc import Hashable, Mapping
 
 from .context_sources import ResourceCache
 from .context_window import ModelBudget, estimate_tokens
@@ -26,15 +27,31 @@ from .tools.registry import RegisteredTool
 log = logging.getLogger(__name__)
 
 
+# The offered list of each catalogue's current snapshot, with the key it was built for.
+_OFFERED: weakref.WeakKeyDictionary[ToolCatalog, tuple[Hashable, tuple[ToolSpec, ...]]] = weakref.WeakKeyDictionary()
+
+
+def snapshot_key(catalog: ToolCatalog, pool: ToolPool) -> tuple[int, tuple[str, ...]]:
+    """What the tools on offer depend on: the listing (its version) and the servers whose circuit is open."""
+    return catalog.version, tuple(name for name, server in pool.servers.items() if server.breaker.state == "open")
+
+
 def all_tools(catalog: ToolCatalog, pool: ToolPool, settings: OrchestratorSettings) -> list[ToolSpec]:
-    """Every available tool, sorted by name: the same list on every step of every run."""
-    tools = [
-        tool
-        for tool in catalog.all()
-        if (tool.kind != "mcp" or pool.available(tool))
-        and (tool.kind != "frontend" or settings.always_include_frontend_tools)
-    ]
-    return offered_specs(sorted(tools, key=lambda t: t.name), settings)
+    """Every available tool, sorted by name: the same list on every step of every run. Built once per
+    snapshot (`snapshot_key`), so every run and step gets the same `ToolSpec` objects (whose derived
+    forms are computed once) instead of rebuilding them before each model call."""
+    key = (snapshot_key(catalog, pool), id(settings), settings.place_names, settings.always_include_frontend_tools)
+    cached = _OFFERED.get(catalog)
+    if cached is None or cached[0] != key:
+        tools = [
+            tool
+            for tool in catalog.all()
+            if (tool.kind != "mcp" or pool.available(tool))
+            and (tool.kind != "frontend" or settings.always_include_frontend_tools)
+        ]
+        cached = key, tuple(offered_specs(sorted(tools, key=lambda t: t.name), settings))
+        _OFFERED[catalog] = cached
+    return list(cached[1])
 
 
 def offered_specs(tools: list[RegisteredTool], settings: OrchestratorSettings) -> list[ToolSpec]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from functools import lru_cache
 
 from .context_sources import CATALOG_RESOURCE, fetch_memories
 from .memory import ConversationMemory, consistent_history
@@ -30,7 +31,7 @@ async def prepare_memory(context: RunContext, model: ModelStep) -> ConversationM
     # The prefix: only what every run shares. Per-run context follows the history.
     memory.add_system(system_prompt(resources, settings.place_names))
     found.catalog_text = "\n".join(resources.values())
-    found.catalog = Catalog.from_resource(context.deps.resources.raw(CATALOG_RESOURCE))
+    found.catalog = parsed_catalog(context.deps.resources.raw(CATALOG_RESOURCE))
     gaps = catalogue_gaps(run.message, found.catalog) if settings.premise_check else []
     spatial = run.spatial
     spatial_context = spatial_context_message(
@@ -41,6 +42,14 @@ async def prepare_memory(context: RunContext, model: ModelStep) -> ConversationM
     memory.add_user(run_context_message(run.max_steps, found.memories, spatial_context, [g.note for g in gaps]))
     memory.add_user(run.message)
     return memory
+
+
+@lru_cache(maxsize=4)
+def parsed_catalog(text: str | None) -> Catalog:
+    """The catalogue of a `collections://list` text, parsed once per text: it changes only when the
+    resource does, and parsing it (a regex per variable word per collection) took several ms of
+    every run's start. Runs share the result and only read it."""
+    return Catalog.from_resource(text)
 
 
 async def _resources(deps: AgentDeps, headers: dict[str, str]) -> dict[str, str]:

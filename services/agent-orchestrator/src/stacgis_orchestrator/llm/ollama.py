@@ -9,7 +9,6 @@ from typing import Any
 import httpx
 
 from .errors import model_http_error, transport_error
-from .schema import sanitize_schema
 from .types import (
     Message,
     ModelError,
@@ -29,7 +28,7 @@ def format_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
     return [
         {
             "type": "function",
-            "function": {"name": t.name, "description": t.description, "parameters": sanitize_schema(t.parameters)},
+            "function": {"name": t.name, "description": t.description, "parameters": t.sanitized_parameters},
         }
         for t in tools
     ]

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
+
+from .schema import sanitize_schema
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -34,11 +38,23 @@ class Message:
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """A tool as offered to the model."""
+    """A tool as offered to the model. The offered list is built once per tool snapshot
+    (`prefix.all_tools`), so what every model call derives from a spec is computed once, here;
+    `parameters` is never changed after the spec is made."""
 
     name: str
     description: str
     parameters: dict[str, Any]
+
+    @cached_property
+    def parameters_chars(self) -> int:
+        """Length of `parameters` as JSON, for the context guard's estimate."""
+        return len(json.dumps(self.parameters))
+
+    @cached_property
+    def sanitized_parameters(self) -> dict[str, Any]:
+        """`parameters` as Ollama's parser accepts them (`schema.sanitize_schema`)."""
+        return sanitize_schema(self.parameters)
 
 
 @dataclass(frozen=True)

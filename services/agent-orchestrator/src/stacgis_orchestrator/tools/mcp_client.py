@@ -5,6 +5,13 @@ client costs ~17 ms here). Each operation opens a light SDK session on it with t
 pinned (no discovery round trip): a failure of one call can never poison another. Per-call headers
 (the caller's internal token, W3C trace context) come from a context variable, which the SDK
 carries into the task that sends the request.
+
+A fresh SDK session knows no tool, so before validating a result it lists the server's tools again:
+one more HTTP round trip per call, more than half of a call's cost over the network. A tool call's
+session is therefore given the tool as the last listing here showed it, and the output-schema
+validator compiled for it (through the session's private `_absorb_tool_listing` and
+`_tool_output_validators`: the SDK has no public way, and its version is pinned in constraints.txt;
+`test_run_start.py` fails if a call lists again).
 """
 
 from __future__ import annotations
@@ -15,14 +22,26 @@ import logging
 from collections.abc import AsyncIterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import httpx2
 from mcp import Client
+from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp_types import CallToolResult, EmbeddedResource, ImageContent, TextContent, TextResourceContents, Tool
+from mcp_types import (
+    CallToolResult,
+    EmbeddedResource,
+    ImageContent,
+    ListToolsResult,
+    TextContent,
+    TextResourceContents,
+    Tool,
+)
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +97,10 @@ class ToolServerClient:
         self.name = name
         self.url = url
         self.protocol: str | None = None
+        # The tools of the last complete listing, and output-schema validators compiled by earlier
+        # calls with the schema each was compiled for.
+        self._listed: dict[str, Tool] = {}
+        self._validators: dict[str, tuple[dict[str, Any], Validator]] = {}
         self._http = httpx2.AsyncClient(
             auth=_CallHeaders(),
             event_hooks={"response": [_record_status]},
@@ -152,6 +175,7 @@ class ToolServerClient:
                 cursor = result.next_cursor
                 if not cursor:
                     break
+            self._listed = {tool.name: tool for tool in tools}
             return tools
 
     async def list_resources(self, headers: Mapping[str, str]) -> list[str]:
@@ -168,7 +192,27 @@ class ToolServerClient:
 
     async def call_tool(self, name: str, arguments: dict[str, Any], headers: Mapping[str, str]) -> CallToolResult:
         async with self._session(headers) as (client, _):
-            return await client.call_tool(name, arguments)
+            self._teach(client.session, name)
+            result = await client.call_tool(name, arguments)
+            self._learn(client.session, name)
+            return result
+
+    def _teach(self, session: ClientSession, name: str) -> None:
+        """Give a fresh session the tool as listed (else it lists every tool again to validate the result)."""
+        tool = self._listed.get(name)
+        if tool is None:
+            return  # never listed here: the session lists the tools itself
+        session._absorb_tool_listing(ListToolsResult(tools=[tool]), complete=False)
+        known = self._validators.get(name)
+        if known is not None and tool.output_schema is not None and known[0] == tool.output_schema:
+            session._tool_output_validators[name] = known[1]
+
+    def _learn(self, session: ClientSession, name: str) -> None:
+        """Keep the validator the session compiled (checking a schema costs far more than using it)."""
+        tool = self._listed.get(name)
+        validator = session._tool_output_validators.get(name)
+        if tool is not None and tool.output_schema is not None and validator is not None:
+            self._validators[name] = (tool.output_schema, validator)
 
     async def aclose(self) -> None:
         await self._http.aclose()
