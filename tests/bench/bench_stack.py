@@ -322,8 +322,9 @@ class GatewayRig:
 
 
 async def active_stream(client: httpx.AsyncClient, url: str, user: str, message: str) -> dict[str, Any]:
-    """One run's SSE stream: delivery delays (arrival - XADD time in the entry id) and gaps."""
-    delays: list[float] = []
+    """One run's SSE stream: (arrival, delay) per event, the delay being arrival - XADD time in the entry id,
+    and the gaps between events."""
+    arrivals: list[tuple[float, float]] = []
     gaps: list[float] = []
     previous = None
     outcome = "no final event"
@@ -333,7 +334,7 @@ async def active_stream(client: httpx.AsyncClient, url: str, user: str, message:
         ) as response:
             if response.status_code != 200:
                 await response.aread()
-                return {"delays": delays, "gaps": gaps, "outcome": f"HTTP {response.status_code}"}
+                return {"arrivals": arrivals, "gaps": gaps, "outcome": f"HTTP {response.status_code}"}
             event_id = ""
             async for line in response.aiter_lines():
                 if line.startswith("id:"):
@@ -341,7 +342,7 @@ async def active_stream(client: httpx.AsyncClient, url: str, user: str, message:
                 elif line.startswith("event:"):
                     name = line[6:].strip()
                     now = time.time()
-                    delays.append(now - int(event_id.partition("-")[0]) / 1000)
+                    arrivals.append((now, now - int(event_id.partition("-")[0]) / 1000))
                     if previous is not None:
                         gaps.append(now - previous)
                     previous = now
@@ -349,7 +350,32 @@ async def active_stream(client: httpx.AsyncClient, url: str, user: str, message:
                         outcome = name
     except httpx.HTTPError as error:
         outcome = type(error).__name__
-    return {"delays": delays, "gaps": gaps, "outcome": outcome}
+    return {"arrivals": arrivals, "gaps": gaps, "outcome": outcome}
+
+
+def all_open_delays(results: list[dict[str, Any]]) -> tuple[list[float], int]:
+    """Delays of the events that arrived while every stream was open (after the last one's first event,
+    before the first one's last), and the most streams open at once.
+
+    The streams start as fast as the gateway admits their runs, so with many of them the first runs may
+    end before the last start: the all-open delays are those of the fan-out at the full count alone.
+    """
+    spans = [(r["arrivals"][0][0], r["arrivals"][-1][0]) for r in results if r["arrivals"]]
+    if not spans:
+        return [], 0
+    edges = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
+    open_now = most = 0
+    for _, step in edges:
+        open_now += step
+        most = max(most, open_now)
+    first_end, last_start = min(end for _, end in spans), max(start for start, _ in spans)
+    delays = [delay for r in results for at, delay in r["arrivals"] if last_start <= at <= first_end]
+    return delays, most
+
+
+def cpu_seconds(process: psutil.Process) -> float:
+    times = process.cpu_times()
+    return float(times.user + times.system)
 
 
 async def bench_sse(rig: GatewayRig, levels: list[int], profile: bool) -> list[str]:
@@ -357,31 +383,44 @@ async def bench_sse(rig: GatewayRig, levels: list[int], profile: bool) -> list[s
     # 40 deltas over 20 s: an event every 0.5 s per stream, like a model writing at a calm pace.
     message = "[deltas=40] [slow=20] " + "a steady stream of words for the fan-out benchmark " * 2
     lines = [
-        "SSE fan-out of one gateway process (each run: an event every 0.5 s for 20 s)",
-        f"{'streams':>8} {'ok':>6} {'delay p50':>10} {'delay p95':>10} {'delay p99':>10} {'gap p95':>9} "
-        f"{'gateway CPU':>12} {'RSS':>8}  failures",
+        "SSE fan-out of one gateway process (each run: an event every 0.5 s for 20 s; 'at once': most streams "
+        "open together, 'all-open p95': delay while all were; CPU: share of one core over the row, and the "
+        "gateway's CPU time per event delivered)",
+        f"{'streams':>8} {'ok':>6} {'at once':>8} {'delay p50':>10} {'delay p95':>10} {'delay p99':>10} "
+        f"{'all-open p95':>13} {'gap p95':>9} {'gateway CPU':>12} {'per event':>10} {'RSS':>7} "
+        f"{'orchestrator':>13} {'client':>7}  failures",
     ]
     process = psutil.Process(rig.gateway.pid)
+    # The scripted orchestrator and the streams' client share the machine: their load is in the delays.
+    orchestrator = psutil.Process(rig.orchestrator.pid)
+    client_process = psutil.Process()
     for level in levels:
         limits = httpx.Limits(max_connections=level + 10, max_keepalive_connections=0)
         async with httpx.AsyncClient(timeout=httpx.Timeout(120, connect=30), limits=limits) as client:
             with profiled({"gateway": rig.gateway.pid}, f"sse-{level}", profile):
-                process.cpu_percent(None)
+                for measured in (process, orchestrator, client_process):
+                    measured.cpu_percent(None)
+                gateway_cpu = cpu_seconds(process)
                 started = time.monotonic()
                 results = await asyncio.gather(
                     *(active_stream(client, url, f"sse-user-{i}", message) for i in range(level))
                 )
                 elapsed = time.monotonic() - started
-                cpu = process.cpu_percent(None)
-        delays = [d for r in results for d in r["delays"]]
+                gateway_cpu = cpu_seconds(process) - gateway_cpu
+                measured_cpu = [m.cpu_percent(None) for m in (process, orchestrator, client_process)]
+        cpu, orchestrator_cpu, client_cpu = measured_cpu
+        delays = [delay for r in results for _, delay in r["arrivals"]]
         gaps = [g for r in results for g in r["gaps"]]
+        all_open, at_once = all_open_delays(results)
         outcomes = Counter(r["outcome"] for r in results)
         ok = outcomes.pop("done", 0)
         failures = ", ".join(f"{count}x {name}" for name, count in outcomes.most_common(3)) or "-"
+        per_event = f"{1e6 * gateway_cpu / max(len(delays), 1):.0f} us"
         lines.append(
-            f"{level:>8} {ok:>6} {ms(percentile(delays, 0.5)):>10} {ms(percentile(delays, 0.95)):>10} "
-            f"{ms(percentile(delays, 0.99)):>10} {ms(percentile(gaps, 0.95)):>9} {cpu:>10.0f} % "
-            f"{rig.rss_mb():>6.0f}MB  {failures} ({elapsed:.0f} s)"
+            f"{level:>8} {ok:>6} {at_once:>8} {ms(percentile(delays, 0.5)):>10} {ms(percentile(delays, 0.95)):>10} "
+            f"{ms(percentile(delays, 0.99)):>10} {ms(percentile(all_open, 0.95)) if all_open else '-':>13} "
+            f"{ms(percentile(gaps, 0.95)):>9} {cpu:>10.0f} % {per_event:>10} {rig.rss_mb():>5.0f}MB "
+            f"{orchestrator_cpu:>11.0f} % {client_cpu:>5.0f} %  {failures} ({elapsed:.0f} s)"
         )
         await asyncio.sleep(3)
     return lines

@@ -106,6 +106,34 @@ async def test_one_reader_fans_out_every_entry_to_many_followers_in_order(hub: H
 
 
 @pytest.mark.asyncio
+async def test_a_burst_reaches_every_stream_in_one_write_in_order_each_event_encoded_once(hub: Hub) -> None:
+    run_id = await hub.new_run()
+    burst: list[tuple[str, str, dict[str, Any]]] = [
+        (run_id, "content", {"runId": run_id, "seq": str(seq), "step": 1, "content": {"text": f"{seq} "}})
+        for seq in range(1, 6)
+    ]
+    burst.append((run_id, "done", {"runId": run_id, "seq": "6", "step": 1, "done": {"content": "1 2 3 4 5"}}))
+    written = await hub.runs.append_batch(burst)  # one pipeline, read back by one XREAD
+    async with hub.hub.follow(run_id, "0-0") as first, hub.hub.follow(run_id, "0-0") as second:
+        one, two = await asyncio.wait_for(first.next(), 30), await asyncio.wait_for(second.next(), 30)
+    assert [entry.id for entry in one.entries] == [entry.id for entry in two.entries] == written
+    # The SSE bytes of an event are made once and shared by every stream that sends it.
+    assert all(a.frame is b.frame for a, b in zip(one.entries, two.entries, strict=True))
+    # Through the SSE side: the whole burst is one write per stream, its events in order, each with its id.
+
+    async def writes() -> list[bytes]:
+        return [chunk async for chunk in tail_run(hub.hub, run_id, "0-0")]
+
+    chunks = await asyncio.wait_for(asyncio.gather(writes(), writes()), 30)
+    for sent in chunks:
+        assert len(sent) == 1
+        lines = sent[0].decode().splitlines()
+        assert [line.removeprefix("id: ") for line in lines if line.startswith("id: ")] == written
+        names = [line.removeprefix("event: ") for line in lines if line.startswith("event: ")]
+        assert names == [event for _, event, _ in burst]
+
+
+@pytest.mark.asyncio
 async def test_a_slow_consumer_is_closed_at_a_resumable_id_and_never_holds_back_the_others(redis_url: str) -> None:
     made = Hub(redis_url, queue_max_events=10)
     made.hub.start()

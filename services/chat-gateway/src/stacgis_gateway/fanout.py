@@ -24,7 +24,10 @@ from typing import Any
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from stacgis_common.telemetry import untraced_db_call
+
 from .keys import RedisKeys
+from .metrics import SERVICE
 from .runstore import RunMeta, RunStore, StreamEntry
 
 log = logging.getLogger(__name__)
@@ -243,7 +246,9 @@ class StreamHub:
             read_from = dict(streams)
             self._wake_sent = False
             try:
-                response: Any = await self._reader.xread(streams, count=self._count, block=self._block_ms)
+                # No span per read: it would be one per event per run stream, and mostly a wait.
+                with untraced_db_call(SERVICE, "redis", "XREAD"):
+                    response: Any = await self._reader.xread(streams, count=self._count, block=self._block_ms)
             except asyncio.CancelledError:
                 raise
             except (RedisError, OSError) as error:

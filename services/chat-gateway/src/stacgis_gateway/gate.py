@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import redis.exceptions
 from redis.asyncio import Redis
+from redis.asyncio.client import Pipeline
 
 from .keys import RedisKeys
 from .metrics import GATE_CAPACITY, GATE_SLOTS_IN_USE
@@ -130,9 +131,9 @@ class ConcurrencyGate:
         )
         return Admission(admitted=bool(admitted), capacity=self._observe(int(active)), user_limited=bool(by_user))
 
-    async def refresh(self, member: str, user_id: str) -> bool:
-        """Keep a slot alive; False when it had already been pruned."""
-        return bool(await self._refresh(keys=[self._key, self._keys.user_gate(user_id)], args=[member, self._ttl]))
+    async def refresh_in(self, pipe: Pipeline, member: str, user_id: str) -> None:
+        """Queue keeping a slot alive on `pipe`; its reply is 0 when the slot had already been pruned."""
+        await self._refresh(keys=[self._key, self._keys.user_gate(user_id)], args=[member, self._ttl], client=pipe)
 
     async def release(self, member: str, user_id: str) -> Capacity:
         keys = [self._key, self._keys.user_gate(user_id)]

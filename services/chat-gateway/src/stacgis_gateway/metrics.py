@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Gauge, Histogram
 
+# The service name in shared metrics (stacgis_common.telemetry's HTTP and database histograms).
+SERVICE = "chat-gateway"
+
 ACTIVE_STREAMS = Gauge("stacgis_gateway_active_streams", "SSE responses open on this replica")
 GATE_SLOTS_IN_USE = Gauge(
     "stacgis_gateway_gate_slots_in_use", "Runs holding a gate slot (all replicas; as last seen by this one)"

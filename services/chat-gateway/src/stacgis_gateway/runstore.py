@@ -9,11 +9,16 @@ import json
 import re
 import time
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from redis.asyncio import Redis
+from redis.asyncio.client import Pipeline
+
+from stacgis_common.telemetry import untraced_db_call
 
 from .keys import RedisKeys
+from .metrics import SERVICE
 
 STREAM_ID = re.compile(r"^\d{1,20}-\d{1,20}$")
 
@@ -23,6 +28,14 @@ class StreamEntry:
     id: str
     event: str
     data: str
+
+    @cached_property
+    def frame(self) -> bytes:
+        """The entry as one SSE event whose id is the entry id; encoded once, however many streams send it.
+
+        Entry data is the gateway's own compact JSON (no raw line breaks), so one data line is exact.
+        """
+        return f"id: {self.id}\nevent: {self.event}\ndata: {self.data}\n\n".encode()
 
 
 @dataclass(frozen=True)
@@ -99,32 +112,50 @@ class RunStore:
             entry_id, _ = await pipe.execute()
         return str(entry_id)
 
-    async def append_many(self, run_id: str, events: list[tuple[str, dict[str, Any]]]) -> list[str]:
-        """Add a burst of events in one round trip, in order, each its own entry."""
-        key = self._keys.run_events(run_id)
-        async with self._redis.pipeline(transaction=False) as pipe:
-            for event, payload in events:
-                pipe.xadd(
-                    key,
-                    {"event": event, "data": json.dumps(payload, separators=(",", ":"), ensure_ascii=False)},
-                    maxlen=self._maxlen,
-                    approximate=True,
-                )
-            pipe.expire(key, self._ttl)
-            results = await pipe.execute()
-        return [str(entry_id) for entry_id in results[:-1]]
+    async def append_batch(self, events: list[tuple[str, str, dict[str, Any]]]) -> list[str | Exception]:
+        """Add (run id, event, payload)s of any runs in one round trip, each its own entry, in order per run;
+        each run's stream expiry is pushed back. Returns each event's entry id, or the error of its XADD.
 
-    async def heartbeat(self, run_id: str) -> float | None:
-        """Mark the run alive and push back its expiry; returns when a requested cancel takes effect."""
+        One per group commit of streamed events: timed, but without a span of its own.
+        """
+        expire: dict[str, None] = {}
+        with untraced_db_call(SERVICE, "redis", "PIPELINE"):
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for run_id, event, payload in events:
+                    key = self._keys.run_events(run_id)
+                    expire[key] = None
+                    pipe.xadd(
+                        key,
+                        {"event": event, "data": json.dumps(payload, separators=(",", ":"), ensure_ascii=False)},
+                        maxlen=self._maxlen,
+                        approximate=True,
+                    )
+                for key in expire:
+                    pipe.expire(key, self._ttl)
+                results = await pipe.execute(raise_on_error=False)
+        return [result if isinstance(result, Exception) else str(result) for result in results[: len(events)]]
+
+    def pipeline(self) -> Pipeline:
+        return self._redis.pipeline(transaction=False)
+
+    # Replies of heartbeat_in, and the one of them that says when a requested cancel takes effect.
+    HEARTBEAT_REPLIES = 5
+    _CANCEL_AT_REPLY = 1
+
+    def heartbeat_in(self, pipe: Pipeline, run_id: str) -> None:
+        """Queue marking the run alive and pushing back its expiry on `pipe` (HEARTBEAT_REPLIES replies)."""
         meta = self._keys.run_meta(run_id)
         now = time.time()
-        async with self._redis.pipeline(transaction=False) as pipe:
-            pipe.hset(meta, "heartbeat", repr(now))
-            pipe.hget(meta, "cancel_at")
-            pipe.expire(meta, self._ttl)
-            pipe.expire(self._keys.run_events(run_id), self._ttl)
-            pipe.zadd(self._keys.live_runs, {run_id: now}, xx=True)
-            _, cancel_at, _, _, _ = await pipe.execute()
+        pipe.hset(meta, "heartbeat", repr(now))
+        pipe.hget(meta, "cancel_at")
+        pipe.expire(meta, self._ttl)
+        pipe.expire(self._keys.run_events(run_id), self._ttl)
+        pipe.zadd(self._keys.live_runs, {run_id: now}, xx=True)
+
+    @classmethod
+    def cancel_at(cls, replies: list[Any]) -> float | None:
+        """When a requested cancel takes effect (epoch seconds), from heartbeat_in's replies."""
+        cancel_at = replies[cls._CANCEL_AT_REPLY]
         return float(cancel_at) if cancel_at else None
 
     async def request_cancel(self, run_id: str, not_before: float) -> None:

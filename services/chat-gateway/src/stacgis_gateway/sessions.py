@@ -8,6 +8,7 @@ import uuid
 from dataclasses import dataclass
 
 from redis.asyncio import Redis
+from redis.asyncio.client import Pipeline
 
 from .keys import RedisKeys
 from .messages import ChatMessage, trim_history
@@ -134,8 +135,9 @@ class SessionService:
         value = await self._redis.get(self._keys.session_run(session_id))
         return str(value) if value is not None else None
 
-    async def refresh_run_lock(self, session_id: str, run_id: str) -> None:
-        await self._refresh(keys=[self._keys.session_run(session_id)], args=[run_id, self._lock_ttl_ms])
+    async def refresh_run_lock_in(self, pipe: Pipeline, session_id: str, run_id: str) -> None:
+        """Queue pushing back the expiry of the session's run lock (while `run_id` holds it) on `pipe`."""
+        await self._refresh(keys=[self._keys.session_run(session_id)], args=[run_id, self._lock_ttl_ms], client=pipe)
 
     async def unlock_run(self, session_id: str, run_id: str) -> None:
         await self._release(keys=[self._keys.session_run(session_id)], args=[run_id])

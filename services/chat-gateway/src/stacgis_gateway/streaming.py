@@ -3,17 +3,18 @@ event whose id is the entry id."""
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
 from collections.abc import AsyncIterator
 
+from prometheus_client import Counter
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from .events import TERMINAL, make_event
 from .fanout import BEHIND, UNREADABLE, Delivery, StreamHub
 from .metrics import ACTIVE_STREAMS, EVENTS_SENT, TIME_TO_FIRST_TOKEN
-from .runstore import StreamEntry
 
 # Longest single XREAD wait of the process's reader; quiet runs are checked at most this often too.
 MAX_BLOCK_SECONDS = 5.0
@@ -32,12 +33,13 @@ def _unreadable(run_id: str, after: str) -> ServerSentEvent:
     )
 
 
-def _encode(entry: StreamEntry) -> bytes:
-    # Entry data is the gateway's own compact JSON (no raw line breaks), so one data line is exact.
-    return f"id: {entry.id}\nevent: {entry.event}\ndata: {entry.data}\n\n".encode()
-
-
 PING = b": ping\n\n"
+
+
+@functools.cache
+def _sent(event: str) -> Counter:
+    """EVENTS_SENT's child for one event name (a handful of names), looked up once rather than per event."""
+    return EVENTS_SENT.labels(event)
 
 
 async def follow_entries(hub: StreamHub, run_id: str, after: str, check_now: bool = False) -> AsyncIterator[Delivery]:
@@ -74,11 +76,11 @@ async def tail_run(
             chunk = bytearray()
             for entry in delivery.entries:
                 after = entry.id
-                EVENTS_SENT.labels(entry.event).inc()
+                _sent(entry.event).inc()
                 if first_token and entry.event == "content" and received_at is not None:
                     TIME_TO_FIRST_TOKEN.observe(time.perf_counter() - received_at)
                     first_token = False
-                chunk += _encode(entry)
+                chunk += entry.frame
             if delivery.ping and not chunk:
                 chunk += PING
             if delivery.closed == UNREADABLE:
