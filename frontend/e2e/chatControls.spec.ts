@@ -2,6 +2,7 @@ import { expect, test, type Page } from "@playwright/test";
 import { readFileSync } from "node:fs";
 import { seriousViolations } from "./axe";
 import { DESKTOP, PHONE, ask, contrast, lastAnswer, openApp, serveWithFakeGateway, shot } from "./fakeStack";
+import { errorBody } from "./fakeGateway";
 
 /**
  * What a chat app offers on its messages and conversations: copy an answer, regenerate it,
@@ -124,7 +125,10 @@ for (const { name, size } of VIEWPORTS) {
 
       // A replacement the gateway refuses changes nothing: the old turn stays on the page (as in the
       // stored history) and the edited question goes back into the message box.
-      gateway.refuseNext = { status: 409, body: { detail: "this session already has a run in progress", run_id: "r-other" } };
+      gateway.refuseNext = {
+        status: 409,
+        body: errorBody("conflict", "this session already has a run in progress", null, { run_id: "r-other" }),
+      };
       await questions.first().getByRole("button", { name: "Edit and resend" }).click();
       await input.fill("What is the area of Luxembourg?");
       await input.press("Enter");
@@ -135,6 +139,17 @@ for (const { name, size } of VIEWPORTS) {
       await expect(input).toHaveValue("What is the area of Luxembourg?");
       await expect(page.getByTestId("editing-note")).toBeVisible();
       expect(stored()).toEqual(lowest);
+    });
+
+    test("a message the gateway refuses says why, naming the field", async ({ page }) => {
+      await openApp(page, stack.url());
+      // The gateway's one error body: the field at fault, and a message that names it.
+      const refusal = errorBody("invalid_argument", "Input should be less than or equal to 24", "spatial_context.zoom");
+      gateway.refuseNext = { status: 422, body: refusal };
+      await ask(page, `Where am I, ${name}?`);
+      await expect(
+        page.getByText("The request was refused: spatial_context.zoom: Input should be less than or equal to 24").first(),
+      ).toBeVisible();
     });
 
     test("conversations are searched by title", async ({ page }) => {

@@ -209,9 +209,10 @@ test("the model picker shows what the gateway offers, and a model not offered is
     data: { message: `Which model answers ${token}`, session_id: null, spatial_context: null, model: unknown },
   });
   expect(refused.status()).toBe(422);
-  const problem = (await refused.json()) as { detail: { loc: string[]; msg: string }[] };
-  expect(problem.detail.map((d) => d.loc)).toEqual([["body", "model"]]);
-  expect(problem.detail[0].msg).toContain(unknown);
+  const problem = (await refused.json()) as { field: string | null; message: string; code: string };
+  expect(problem.field).toBe("model");
+  expect(problem.code).toBe("invalid_argument");
+  expect(problem.message).toMatch(new RegExp(`^model: unknown model '${unknown}'; `));
   const sessions = (await (await page.request.get("/api/v1/chat/sessions")).json()) as { title: string | null }[];
   expect(sessions.filter((s) => s.title?.includes(token))).toEqual([]);
   expect(await modelRequests(request, token)).toEqual([]);

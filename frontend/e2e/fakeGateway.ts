@@ -173,7 +173,7 @@ export class FakeGateway {
 
   async start(): Promise<string> {
     this.server = createServer((req, res) => {
-      this.handle(req, res).catch((err: unknown) => json(res, 500, { detail: String(err) }));
+      this.handle(req, res).catch((err: unknown) => json(res, 500, errorBody("internal", String(err))));
     });
     await new Promise<void>((resolve) => this.server!.listen(0, "127.0.0.1", resolve));
     const { port } = this.server.address() as AddressInfo;
@@ -221,13 +221,13 @@ export class FakeGateway {
     const history = /^\/api\/v1\/chat\/session\/([^/]+)\/history$/.exec(path);
     if (method === "GET" && history) {
       const session = this.sessions.get(decodeURIComponent(history[1]));
-      if (!session) return json(res, 404, { detail: "session not found" });
+      if (!session) return json(res, 404, errorBody("not_found", "session not found"));
       return json(res, 200, { session_id: session.id, title: session.title, messages: session.messages });
     }
     const mapState = /^\/api\/v1\/chat\/session\/([^/]+)\/map-state$/.exec(path);
     if (mapState && (method === "GET" || method === "PUT")) {
       const session = this.sessions.get(decodeURIComponent(mapState[1]));
-      if (!session) return json(res, 404, { detail: "session not found" });
+      if (!session) return json(res, 404, errorBody("not_found", "session not found"));
       if (method === "PUT") {
         session.mapState = JSON.parse(await readBody(req)) as JsonObject;
         this.mapSaves.push({ sessionId: session.id, state: session.mapState });
@@ -237,7 +237,7 @@ export class FakeGateway {
     if (method === "GET" && path === "/api/v1/places/search") {
       const params = new URL(req.url ?? "/", "http://x").searchParams;
       const q = (params.get("q") ?? "").trim();
-      if (!q) return json(res, 422, { detail: [{ loc: ["query", "q"], msg: "q must not be blank" }] });
+      if (!q) return json(res, 422, errorBody("invalid_argument", "q must not be blank", "q"));
       this.placeSearches.push(q);
       const limit = Number(params.get("limit") ?? "5");
       const results = this.places.filter((p) => p.name.toLowerCase().startsWith(q.toLowerCase())).slice(0, limit);
@@ -247,7 +247,7 @@ export class FakeGateway {
       const params = new URL(req.url ?? "/", "http://x").searchParams;
       const bbox = (params.get("bbox") ?? "").split(",").map(Number);
       if (bbox.length !== 4 || bbox.some((v) => !Number.isFinite(v))) {
-        return json(res, 422, { detail: [{ loc: ["query", "bbox"], msg: "bbox must be west,south,east,north" }] });
+        return json(res, 422, errorBody("invalid_argument", "bbox must be west,south,east,north", "bbox"));
       }
       const limit = Number(params.get("limit") ?? "100");
       this.labelRequests.push({ bbox, limit });
@@ -264,7 +264,7 @@ export class FakeGateway {
     if (method === "POST" && approval) {
       const id = decodeURIComponent(approval[1]);
       const answer = this.waiting.get(id);
-      if (!answer) return json(res, 404, { detail: "approval not found" });
+      if (!answer) return json(res, 404, errorBody("not_found", "approval not found"));
       const { approved } = JSON.parse(await readBody(req)) as { approved: boolean };
       this.waiting.delete(id);
       this.approvals.set(id, approved);
@@ -274,7 +274,7 @@ export class FakeGateway {
     const events = /^\/api\/v1\/chat\/runs\/([^/]+)\/events$/.exec(path);
     if (method === "GET" && events) {
       const run = this.runs.get(decodeURIComponent(events[1]));
-      if (!run) return json(res, 404, { detail: "run not found" });
+      if (!run) return json(res, 404, errorBody("not_found", "run not found"));
       // As the gateway: the frames after Last-Event-ID (all without it), then the new ones until the end.
       const after = req.headers["last-event-id"];
       const from = typeof after === "string" ? run.frames.findIndex((f) => f.id === after) + 1 : 0;
@@ -290,7 +290,7 @@ export class FakeGateway {
     const cancel = /^\/api\/v1\/chat\/runs\/([^/]+)\/cancel$/.exec(path);
     if (method === "POST" && cancel) {
       const stop = this.cancels.get(decodeURIComponent(cancel[1]));
-      if (!stop) return json(res, 404, { detail: "run not found" });
+      if (!stop) return json(res, 404, errorBody("not_found", "run not found"));
       stop();
       return json(res, 202, { status: "cancelling" });
     }
@@ -298,14 +298,14 @@ export class FakeGateway {
     if (method === "GET" && tilejson) {
       const id = decodeURIComponent(tilejson[1]);
       const layer = this.layers.get(id);
-      if (!layer) return json(res, 404, { detail: `no collection ${id}` });
+      if (!layer) return json(res, 404, errorBody("not_found", `no collection '${id}'`, "collection_id"));
       return json(res, 200, { tilejson: "3.0.0", tiles: [`/tiles/${encodeURIComponent(id)}/{z}/{x}/{y}.png`], minzoom: 0, maxzoom: 14, ...layer });
     }
     const point = /^\/tiles\/([^/]+)\/point$/.exec(path);
     if (method === "GET" && point) {
       const id = decodeURIComponent(point[1]);
       this.pointRequests.push(req.url ?? path);
-      if (!this.layers.has(id)) return json(res, 404, { field: "collection_id", message: `collection_id: no collection '${id}'`, code: "not_found" });
+      if (!this.layers.has(id)) return json(res, 404, errorBody("not_found", `no collection '${id}'`, "collection_id"));
       const query = new URL(req.url ?? path, "http://localhost").searchParams;
       const lon = Number(query.get("lon"));
       const lat = Number(query.get("lat"));
@@ -321,12 +321,12 @@ export class FakeGateway {
       res.end(TILE_PNG);
       return;
     }
-    json(res, 404, { detail: `no route ${method} ${path}` });
+    json(res, 404, errorBody("not_found", `no route ${method} ${path}`));
   }
 
   private async stream(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = JSON.parse(await readBody(req)) as ChatRequestBody;
-    if (typeof body.message !== "string" || !body.message.trim()) return json(res, 422, { detail: [{ loc: ["body", "message"], msg: "message is required" }] });
+    if (typeof body.message !== "string" || !body.message.trim()) return json(res, 422, errorBody("invalid_argument", "message is required", "message"));
     this.requests.push(body);
     const refusal = this.refuseNext;
     if (refusal) {
@@ -334,17 +334,17 @@ export class FakeGateway {
       return json(res, refusal.status, refusal.body);
     }
     if (body.model !== undefined && !this.models.includes(body.model)) {
-      return json(res, 422, { detail: [{ loc: ["body", "model"], msg: `unknown model '${body.model}'` }] });
+      return json(res, 422, errorBody("invalid_argument", `unknown model '${body.model}'`, "model"));
     }
     const replacing = typeof body.session_id === "string" ? this.sessions.get(body.session_id) : undefined;
     // As the gateway: the question to replace must be stored; it and all after it go once the run is admitted.
     const questions = (replacing?.messages ?? []).flatMap((m, index) => (m.role === "user" ? [index] : []));
     if (body.replace_turn !== undefined && (!replacing || !(body.replace_turn >= 0 && body.replace_turn < questions.length))) {
-      return json(res, 422, { detail: [{ loc: ["body", "replace_turn"], msg: `the session has ${questions.length} questions` }] });
+      return json(res, 422, errorBody("invalid_argument", `the session has ${questions.length} questions`, "replace_turn"));
     }
-    if (this.busy) return json(res, 503, { detail: "all model slots are busy", active: 4, max: 4, available: 0 });
+    if (this.busy) return json(res, 503, errorBody("gate_full", "all model slots are busy", null, { active: 4, max: 4, available: 0 }));
     const answer = this.answers.shift();
-    if (!answer) return json(res, 503, { detail: "no scripted answer left" });
+    if (!answer) return json(res, 503, errorBody("unavailable", "no scripted answer left"));
     const now = new Date().toISOString();
     let session = typeof body.session_id === "string" ? this.sessions.get(body.session_id) : undefined;
     if (!session) {
@@ -486,6 +486,11 @@ export class FakeGateway {
 function json(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { "Content-Type": "application/json" });
   res.end(JSON.stringify(body));
+}
+
+/** The gateway's one error body (stacgis_common.http_errors): a field at fault is named in the message too. */
+export function errorBody(code: string, message: string, field: string | null = null, extra: JsonObject = {}): JsonObject {
+  return { field, message: field ? `${field}: ${message}` : message, code, ...extra };
 }
 
 async function readBody(req: IncomingMessage): Promise<string> {

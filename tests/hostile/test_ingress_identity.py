@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from stacgis_common.testing import REPO_ROOT, RunningService, free_port, run_migrations, run_service
+from stacgis_common.testing import REPO_ROOT, RunningService, error_of, free_port, run_migrations, run_service
 
 sys.path.insert(0, str(REPO_ROOT / "scripts"))
 import stack_ingress  # scripts/stack_ingress.py: the nginx template as `make up` renders it
@@ -138,4 +138,5 @@ def test_identity_headers_from_the_client_never_reach_the_gateway(
     assert httpx.get(gateway.url + SESSIONS, headers=headers, timeout=10).status_code == 200
     # ...but through the ingress, which sets none itself, they are gone.
     through = httpx.get(ingress.url + SESSIONS, headers=headers, timeout=10)
-    assert through.status_code == 401 and "missing user header" in through.json()["detail"]
+    refusal = error_of(through, 401)
+    assert "missing user header" in refusal["message"] and refusal["code"] == "unauthenticated"

@@ -33,24 +33,28 @@ describe("access tokens API", () => {
   });
 
   it("turns a 422 into an error naming the field", async () => {
-    const detail = [{ type: "value_error", loc: ["body", "servers", 0], msg: "unknown MCP server" }];
-    const api = new ApiClient(fake(422, { detail }, []));
+    const body = { field: "servers.0", message: "servers.0: unknown MCP server; one of: memory", code: "invalid_argument" };
+    const api = new ApiClient(fake(422, body, []));
     const error = await createAccessToken(api, { name: "x", servers: ["weather"], expires_in_days: 1 }).catch((e) => e);
     expect(error).toBeInstanceOf(HttpError);
-    expect((error as HttpError).detail).toContain("servers.0: unknown MCP server");
+    expect((error as HttpError).field).toBe("servers.0");
+    expect((error as HttpError).reason).toBe("servers.0: unknown MCP server; one of: memory");
   });
 
   it("lists and revokes (a token already gone counts as revoked)", async () => {
     const seen: { url?: string; init?: RequestInit }[] = [];
     expect(await listAccessTokens(new ApiClient(fake(200, [TOKEN], seen)))).toEqual([TOKEN]);
     await revokeAccessToken(new ApiClient(fake(204, undefined, seen)), TOKEN.id);
-    await revokeAccessToken(new ApiClient(fake(404, { detail: "token not found" }, seen)), TOKEN.id);
+    await revokeAccessToken(new ApiClient(fake(404, { field: null, message: "token not found", code: "not_found" }, seen)), TOKEN.id);
     expect(seen.map((s) => [s.init?.method ?? "GET", s.url])).toEqual([
       ["GET", "/api/v1/tokens"],
       ["DELETE", `/api/v1/tokens/${TOKEN.id}`],
       ["DELETE", `/api/v1/tokens/${TOKEN.id}`],
     ]);
-    await expect(revokeAccessToken(new ApiClient(fake(503, { detail: "Postgres is unavailable" }, [])), "x")).rejects.toThrow();
+    const down = { field: null, message: "Postgres is unavailable; retry shortly", code: "unavailable" };
+    await expect(revokeAccessToken(new ApiClient(fake(503, down, [])), "x")).rejects.toThrow(
+      "HTTP 503: Postgres is unavailable; retry shortly",
+    );
   });
 
   it("builds the MCP endpoint of a server", () => {

@@ -213,7 +213,7 @@ describe("streamChat", () => {
   });
 
   it("stops when the run's events are gone", async () => {
-    const { fn } = fakeFetch([sseResponse(FRAMES.slice(0, 2)), jsonResponse(404, { detail: "unknown run" })]);
+    const { fn } = fakeFetch([sseResponse(FRAMES.slice(0, 2)), jsonResponse(404, { field: null, message: "run not found", code: "not_found" })]);
     await expect(streamChat(REQUEST, collector().handlers, { fetch: fn, ...fast })).rejects.toThrow(
       "The run's events are no longer available",
     );
@@ -226,7 +226,11 @@ describe("streamChat", () => {
 
   it("maps a full gate (503) to QueueFullError with the capacity", async () => {
     const { fn } = fakeFetch([
-      jsonResponse(503, { detail: "busy", active: 2, max: 2, available: 0 }, { "Retry-After": "5" }),
+      jsonResponse(
+        503,
+        { field: null, message: "all model slots are busy", code: "gate_full", active: 2, max: 2, available: 0 },
+        { "Retry-After": "5" },
+      ),
     ]);
     const err = await streamChat(REQUEST, collector().handlers, { fetch: fn }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(QueueFullError);
@@ -235,19 +239,25 @@ describe("streamChat", () => {
   });
 
   it("maps 409 to ActiveRunError with the running run's id", async () => {
-    const { fn } = fakeFetch([jsonResponse(409, { detail: "session busy", run_id: "run-3" })]);
+    const body = { field: null, message: "this session already has a run in progress", code: "conflict", run_id: "run-3" };
+    const { fn } = fakeFetch([jsonResponse(409, body)]);
     const err = await streamChat(REQUEST, collector().handlers, { fetch: fn }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ActiveRunError);
     expect((err as ActiveRunError).runId).toBe("run-3");
+    expect((err as ActiveRunError).message).toBe("this session already has a run in progress");
   });
 
   it("names the invalid field of a 422", async () => {
+    const message = "spatial_context.zoom: Input should be a valid number";
     const { fn } = fakeFetch([
-      jsonResponse(422, { detail: [{ loc: ["body", "spatial_context", "zoom"], msg: "Input should be a valid number" }] }),
+      jsonResponse(422, { field: "spatial_context.zoom", message, code: "invalid_argument" }),
     ]);
     const err = await streamChat(REQUEST, collector().handlers, { fetch: fn }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(HttpError);
-    expect((err as HttpError).detail).toBe("spatial_context.zoom: Input should be a valid number");
+    expect((err as HttpError).reason).toBe(message);
+    expect((err as HttpError).field).toBe("spatial_context.zoom");
+    expect((err as HttpError).code).toBe("invalid_argument");
+    expect((err as HttpError).message).toBe(`HTTP 422: ${message}`);
   });
 
   it("reports an unreachable gateway (no answer, or 502 from the ingress)", async () => {
@@ -295,7 +305,7 @@ describe("followRun", () => {
   });
 
   it("says so when the gateway no longer has the run", async () => {
-    const { fn } = fakeFetch([jsonResponse(404, { detail: "run not found" })]);
+    const { fn } = fakeFetch([jsonResponse(404, { field: null, message: "run not found", code: "not_found" })]);
     await expect(followRun(RUN, { onEvent: () => undefined }, { fetch: fn })).rejects.toBeInstanceOf(StreamLostError);
   });
 });

@@ -36,13 +36,19 @@ export class GatewayUnreachableError extends Error {
   }
 }
 
-/** Any other non-2xx answer; `detail` is the gateway's explanation. */
+/**
+ * Any other non-2xx answer. `reason` is the gateway's `message` (naming the field at fault when there
+ * is one, e.g. "spatial_context.zoom: Input should be ..."), `field` that field's dotted path, `code` a
+ * stable code (`invalid_argument`, `not_found`, ...).
+ */
 export class HttpError extends Error {
   constructor(
     readonly status: number,
-    readonly detail: string,
+    readonly reason: string,
+    readonly field: string | null = null,
+    readonly code: string | null = null,
   ) {
-    super(`HTTP ${status}: ${detail}`);
+    super(`HTTP ${status}: ${reason}`);
     this.name = "HttpError";
   }
 }
@@ -55,24 +61,24 @@ export class StreamLostError extends Error {
   }
 }
 
-function describeDetail(detail: unknown): string {
-  if (typeof detail === "string") return detail;
-  if (Array.isArray(detail)) {
-    // FastAPI validation errors: [{loc: [...], msg: "..."}]
-    return detail
-      .map((item) => {
-        if (item && typeof item === "object") {
-          const rec = item as { loc?: unknown[]; msg?: unknown };
-          const loc = Array.isArray(rec.loc) ? rec.loc.filter((p) => p !== "body").join(".") : "";
-          const msg = typeof rec.msg === "string" ? rec.msg : JSON.stringify(item);
-          return loc ? `${loc}: ${msg}` : msg;
-        }
-        return String(item);
-      })
-      .join("; ");
-  }
-  if (detail === undefined || detail === null) return "";
-  return JSON.stringify(detail);
+/**
+ * The gateway's one error body: `{field, message, code}` (stacgis_common.http_errors), plus what a
+ * refusal adds (a 409's `run_id`, a full gate's `active`/`max`/`available`).
+ */
+export interface ErrorBody {
+  field: string | null;
+  message: string;
+  code: string | null;
+}
+
+export function readErrorBody(body: unknown): ErrorBody | null {
+  const rec = (body ?? {}) as Record<string, unknown>;
+  if (typeof rec.message !== "string" || !rec.message) return null;
+  return {
+    field: typeof rec.field === "string" ? rec.field : null,
+    message: rec.message,
+    code: typeof rec.code === "string" ? rec.code : null,
+  };
 }
 
 function toNumber(value: unknown, fallback = 0): number {
@@ -94,17 +100,18 @@ export async function errorFromResponse(resp: Response): Promise<Error> {
     body = null;
   }
   const rec = (body ?? {}) as Record<string, unknown>;
-  const detail = describeDetail(rec.detail) || resp.statusText || `status ${resp.status}`;
+  const error = readErrorBody(body);
+  const reason = error?.message || resp.statusText || `status ${resp.status}`;
   if (resp.status === 503 && "available" in rec) {
     const header = resp.headers.get("Retry-After");
     const retryAfter = header !== null && /^\d+$/.test(header) ? Number(header) : null;
     return new QueueFullError(parseCapacity(rec), retryAfter);
   }
   if (resp.status === 409) {
-    return new ActiveRunError(detail, typeof rec.run_id === "string" ? rec.run_id : null);
+    return new ActiveRunError(reason, typeof rec.run_id === "string" ? rec.run_id : null);
   }
   if (resp.status === 502 || resp.status === 504 || (resp.status === 503 && body === null)) {
     return new GatewayUnreachableError(`The chat service is not answering (HTTP ${resp.status})`);
   }
-  return new HttpError(resp.status, detail);
+  return new HttpError(resp.status, reason, error?.field ?? null, error?.code ?? null);
 }

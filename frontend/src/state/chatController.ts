@@ -418,7 +418,7 @@ export async function sendMessage(text: string, replace?: string): Promise<void>
     } else if (err instanceof GatewayUnreachableError) {
       dispatch({ type: "run_failed", reason: "unreachable", message: `${err.message}. Check that the service is running, then try again.` });
     } else if (err instanceof HttpError) {
-      dispatch({ type: "run_failed", reason: "http", message: `The request was refused: ${err.detail}` });
+      dispatch({ type: "run_failed", reason: "http", message: `The request was refused: ${err.reason}` });
     } else if (err instanceof QueueFullError) {
       dispatch({ type: "run_failed", reason: "busy", message: `${err.message}. Try again in a moment.` });
     } else if (err instanceof StreamLostError) {
@@ -475,7 +475,7 @@ export async function answerApproval(approvalId: string, approved: boolean, reas
     if (err instanceof HttpError && (err.status === 404 || err.status === 409 || err.status === 410)) {
       // Already answered, timed out or gone: the dialog has nothing left to decide.
       dispatch({ type: "approval_answered", approvalId, approved: false });
-      dispatch({ type: "notice", kind: "info", text: `That request is no longer waiting for an answer (${err.detail}).` });
+      dispatch({ type: "notice", kind: "info", text: `That request is no longer waiting for an answer (${err.reason}).` });
       return false;
     }
     dispatch({ type: "notice", kind: "error", text: `Could not send your answer: ${describe(err)}` });

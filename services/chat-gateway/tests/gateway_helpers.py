@@ -16,7 +16,7 @@ import httpx
 from google.protobuf import json_format
 
 from stacgis_common.answer import answer_text
-from stacgis_common.testing import RunningService, run_service
+from stacgis_common.testing import RunningService, checked_error_body, run_service
 from stacgis_proto.v1 import events_pb2
 
 PAYLOAD_EVENT = {
@@ -125,6 +125,11 @@ class Stream:
 
     def seqs(self) -> list[int]:
         return [int(e.data["seq"]) for e in self.events]
+
+    def error(self, status: int, field: str | None = None) -> dict[str, Any]:
+        """The refusal's body, checked as the one error body naming `field`."""
+        assert self.status == status, (self.status, self.body)
+        return checked_error_body(self.body, field)
 
 
 def check_event(name: str, data: str) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from gateway_helpers import Gateways, chat, gateway_env
 from itsdangerous import TimestampSigner
 
-from stacgis_common.testing import RunningService, free_port, run_service
+from stacgis_common.testing import RunningService, error_of, free_port, run_service
 
 ISSUER = "https://login.example.test/"
 AUDIENCE = "stacgis"
@@ -121,7 +121,7 @@ async def test_jwt_from_jwks_accepts_valid_tokens(jwt_gateway: RunningService, s
         nina = {"Authorization": f"Bearer {token(signing_key, sub='nina')}"}
         assert (await client.get(f"{jwt_gateway.url}/api/v1/chat/sessions", headers=nina)).json() == []
         history = await client.get(f"{jwt_gateway.url}/api/v1/chat/session/{stream.session_id}/history", headers=nina)
-        assert history.status_code == 404
+        assert error_of(history, 404) == {"field": None, "message": "session not found", "code": "not_found"}
 
 
 @pytest.mark.asyncio
@@ -152,13 +152,13 @@ async def test_jwt_rejects_forged_expired_and_foreign_tokens(
         for case, value in bad.items():
             headers = {"Authorization": f"Bearer {value}"} if value else {}
             response = await client.get(f"{jwt_gateway.url}/api/v1/chat/sessions", headers=headers)
-            assert response.status_code == 401, case
             assert response.headers["www-authenticate"] == "Bearer", case
-            assert response.json()["detail"].startswith("not authenticated"), case
+            refusal = error_of(response, 401)
+            assert refusal["message"].startswith("not authenticated: ") and refusal["code"] == "unauthenticated", case
             started = await client.post(
                 f"{jwt_gateway.url}/api/v1/chat/stream", json={"message": "hi"}, headers=headers
             )
-            assert started.status_code == 401, case
+            assert error_of(started, 401)["code"] == "unauthenticated", case
 
 
 def _hs256_confusion(claims: dict[str, Any], public_pem: bytes) -> str:
@@ -202,7 +202,7 @@ async def test_jwt_with_a_configured_public_key(pg_dsn: str, redis_url: str, orc
             forged = await client.get(
                 f"{gateway.url}/api/v1/chat/sessions", headers={"Authorization": f"Bearer {token(rsa_key())}"}
             )
-            assert forged.status_code == 401
+            assert error_of(forged, 401)["message"].startswith("not authenticated: ")
 
 
 def test_jwt_mode_without_keys_refuses_to_start() -> None:
@@ -231,19 +231,18 @@ async def test_trusted_header_only_from_trusted_proxies(gateways: Gateways) -> N
     async with httpx.AsyncClient(timeout=10) as client:
         assert (await client.get(url, headers={"X-Forwarded-User": "olga"})).status_code == 200
         missing = await client.get(url)
-        assert missing.status_code == 401 and "missing user header" in missing.json()["detail"]
+        assert "missing user header" in error_of(missing, 401)["message"]
         weird = await client.get(url, headers={"X-Forwarded-User": "olga smith"})
-        assert weird.status_code == 401
+        assert error_of(weird, 401)["message"].startswith("not authenticated: ")
     # The same header from an address that is not a configured proxy is not believed.
     untrusted = httpx.AsyncHTTPTransport(local_address="127.0.0.2")
     async with httpx.AsyncClient(transport=untrusted, timeout=10) as client:
         spoofed = await client.get(url, headers={"X-Forwarded-User": "olga", "X-Forwarded-For": "127.0.0.1"})
-        assert spoofed.status_code == 401
-        assert "trusted proxy" in spoofed.json()["detail"]
+        assert "trusted proxy" in error_of(spoofed, 401)["message"]
         started = await client.post(
             f"{gateways.a.url}/api/v1/chat/stream", json={"message": "hi"}, headers={"X-Forwarded-User": "olga"}
         )
-        assert started.status_code == 401
+        assert error_of(started, 401)["code"] == "unauthenticated"
 
 
 # anonymous mode
@@ -305,7 +304,7 @@ async def test_anonymous_cookie_identity(anonymous_gateway: RunningService) -> N
             history = await client.get(
                 f"{base}/api/v1/chat/session/{stream.session_id}/history", cookies={"stacgis_uid": value}
             )
-            assert history.status_code == 404, case
+            assert error_of(history, 404)["message"] == "session not found", case
         # A correctly signed, current cookie is the same user again.
         valid = _SignerAt(COOKIE_SECRET, now - 60).sign(user_id).decode()
         again = await client.get(f"{base}/api/v1/chat/sessions", cookies={"stacgis_uid": valid})

@@ -13,7 +13,7 @@ import redis
 import redis.asyncio as aioredis
 from gateway_helpers import Gateways, chat, gateway_env, new_user, resume, services, user
 
-from stacgis_common.testing import RunningService, free_port, run_service
+from stacgis_common.testing import RunningService, error_of, free_port, run_service
 
 REQUESTS = 200
 
@@ -57,8 +57,10 @@ async def test_200_concurrent_streams_never_exceed_a_gate_of_10(gateways: Gatewa
         assert stream.names[0] == "session" and stream.names[-1] == "done"
     for stream in rejected:
         assert stream.headers["retry-after"].isdigit()
-        assert set(stream.body) == {"detail", "active", "max", "available"}
-        assert stream.body["max"] == 10 and stream.body["available"] == 0
+        full = stream.error(503)
+        assert set(full) == {"field", "message", "code", "active", "max", "available"}
+        assert full["code"] == "gate_full" and full["message"] == "all model slots are busy; retry shortly"
+        assert full["max"] == 10 and full["available"] == 0
     assert await watcher.zcard(gate_key) == 0
     assert capacity == {"active": 0, "max": 10, "available": 10}
     await watcher.aclose()
@@ -184,8 +186,8 @@ async def test_rate_limit_per_user(pg_dsn: str, redis_url: str, orchestrator: Ru
             limited = await client.post(
                 f"{gateway.url}/api/v1/chat/stream", json={"message": "hi"}, headers=user(grace)
             )
-            assert limited.status_code == 429 and int(limited.headers["retry-after"]) >= 1
-            assert "runs per minute" in limited.json()["detail"]
+            assert int(limited.headers["retry-after"]) >= 1
+            assert error_of(limited, 429)["message"] == "at most 3 runs per minute; retry later"
             # Another user is not affected.
             assert (await chat(client, gateway.url, "hi", user(new_user()))).status == 200
             metrics = (await client.get(f"{gateway.url}/metrics")).text
@@ -211,8 +213,8 @@ async def test_one_user_cannot_take_every_slot(pg_dsn: str, redis_url: str, orch
             running = [await chat(client, gateway.url, "[slow=4] long", user(hal), stop_after=1) for _ in range(2)]
             assert [r.status for r in running] == [200, 200]
             third = await chat(client, gateway.url, "one more", user(hal))
-            assert third.status == 429 and third.headers["retry-after"].isdigit()
-            assert "at most 2 runs at once per user" in third.body["detail"]
+            assert third.headers["retry-after"].isdigit()
+            assert third.error(429)["message"] == "at most 2 runs at once per user; wait for one to finish"
             # Others still get in: the slots are not all taken.
             assert (await chat(client, gateway.url, "hi", user(new_user()))).status == 200
             # Once one of the user's runs ends, the user gets in again.

@@ -6,6 +6,8 @@ import httpx
 import pytest
 from gateway_helpers import Gateways, chat, new_user, resume, user
 
+from stacgis_common.testing import error_of
+
 
 @pytest.mark.asyncio
 async def test_another_users_session_and_run_are_404_everywhere(gateways: Gateways) -> None:
@@ -27,13 +29,13 @@ async def test_another_users_session_and_run_are_404_everywhere(gateways: Gatewa
                     f"{api}/approvals/{approval_id}", json={"approved": True}, headers=user(other)
                 ),
             }
+            things = {"history": "session", "rename": "session", "delete": "session", "cancel": "run"}
             for what, response in attempts.items():
-                assert response.status_code == 404, what
-                assert response.json()["detail"].endswith("not found"), what
+                assert error_of(response, 404)["message"] == f"{things.get(what, what)} not found", what
             hijack = await chat(client, base, "let me in", user(other), session_id=session_id)
-            assert hijack.status == 404
+            assert hijack.error(404)["message"] == "session not found"
             peek = await resume(client, base, run_id, None, user(other))
-            assert peek.status == 404 and peek.events == []
+            assert peek.error(404)["message"] == "run not found" and peek.events == []
             assert (await client.get(f"{api}/sessions", headers=user(other))).json() == []
             assert (await client.get(f"{base}/api/v1/usage", headers=user(other))).json()["runs"] == 0
 
@@ -41,7 +43,7 @@ async def test_another_users_session_and_run_are_404_everywhere(gateways: Gatewa
         unknown = await client.get(
             f"{gateways.a.url}/api/v1/chat/session/00000000-0000-4000-8000-000000000000/history", headers=user(other)
         )
-        assert unknown.status_code == 404 and unknown.json() == {"detail": "session not found"}
+        assert error_of(unknown, 404) == {"field": None, "message": "session not found", "code": "not_found"}
 
         # Nothing the other user tried changed anything for the owner.
         history = (

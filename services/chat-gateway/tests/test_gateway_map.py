@@ -11,7 +11,7 @@ import httpx
 import pytest
 from gateway_helpers import Gateways, chat, gateway_env, new_user, services, user
 
-from stacgis_common.testing import free_port
+from stacgis_common.testing import error_of, free_port
 
 MAP_STATE: dict[str, Any] = {
     "view": {"center": {"lat": 49.61, "lon": 6.13}, "zoom": 8.5, "bearing": 30, "pitch": 0},
@@ -88,13 +88,13 @@ async def test_map_state_is_saved_and_read_back_by_its_owner_only(gateways: Gate
         for target in (url, f"{gateways.a.url}/api/v1/chat/session/{uuid.uuid4()}/map-state"):
             got = await client.get(target, headers=user(other))
             put = await client.put(target, json=MAP_STATE, headers=user(other))
-            assert (got.status_code, got.json()) == (404, {"detail": "session not found"})
-            assert (put.status_code, put.json()) == (404, {"detail": "session not found"})
+            for refused in (got, put):
+                assert error_of(refused, 404) == {"field": None, "message": "session not found", "code": "not_found"}
         assert (await client.get(url, headers=user(owner))).json()["map_state"]["view"]["zoom"] == 2.0
 
         # Deleting the session deletes its map.
         assert (await client.delete(f"{gateways.a.url}/api/v1/chat/session/{session}", headers=user(owner))).is_success
-        assert (await client.get(url, headers=user(owner))).status_code == 404
+        assert error_of(await client.get(url, headers=user(owner)), 404)["message"] == "session not found"
 
 
 def _with(path: tuple[str | int, ...], value: Any) -> dict[str, Any]:
@@ -108,35 +108,32 @@ def _with(path: tuple[str | int, ...], value: Any) -> dict[str, Any]:
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize(
-    ("body", "loc"),
+    ("body", "field"),
     [
-        (_with(("view", "zoom"), 30), ["body", "view", "zoom"]),
-        (_with(("view", "center", "lat"), 91), ["body", "view", "center", "lat"]),
-        (_with(("view", "bearing"), "north"), ["body", "view", "bearing"]),
-        (_with(("basemap",), "javascript:alert(1)"), ["body", "basemap"]),
-        (_with(("layers", 0, "id"), "raster:../../etc"), ["body", "layers", 0, "id"]),
-        (_with(("layers", 0, "opacity"), 1.5), ["body", "layers", 0, "opacity"]),
-        (_with(("layers", 0, "origin"), "someone"), ["body", "layers", 0, "origin"]),
-        (_with(("layers", 0, "source", "tiles"), ["javascript:alert(1)"]), ["body", "layers", 0, "source", "tiles", 0]),
-        (_with(("layers", 0, "source", "tiles"), ["//evil.example/{z}"]), ["body", "layers", 0, "source", "tiles", 0]),
-        (_with(("layers", 0, "source", "bounds"), [0, 10, 1, 5]), ["body", "layers", 0, "source", "bounds"]),
-        (_with(("layers",), [MAP_STATE["layers"][0]] * 21), ["body", "layers"]),
-        (_with(("drawn_geometry",), {"type": "Point", "coordinates": [200, 0]}), ["body", "drawn_geometry"]),
-        (_with(("selected_feature",), {"type": "Feature"}), ["body", "selected_feature"]),
-        (_with(("zoom",), 3), ["body", "zoom"]),
-        ({"layers": []}, ["body", "view"]),
+        (_with(("view", "zoom"), 30), "view.zoom"),
+        (_with(("view", "center", "lat"), 91), "view.center.lat"),
+        (_with(("view", "bearing"), "north"), "view.bearing"),
+        (_with(("basemap",), "javascript:alert(1)"), "basemap"),
+        (_with(("layers", 0, "id"), "raster:../../etc"), "layers.0.id"),
+        (_with(("layers", 0, "opacity"), 1.5), "layers.0.opacity"),
+        (_with(("layers", 0, "origin"), "someone"), "layers.0.origin"),
+        (_with(("layers", 0, "source", "tiles"), ["javascript:alert(1)"]), "layers.0.source.tiles.0"),
+        (_with(("layers", 0, "source", "tiles"), ["//evil.example/{z}"]), "layers.0.source.tiles.0"),
+        (_with(("layers", 0, "source", "bounds"), [0, 10, 1, 5]), "layers.0.source.bounds"),
+        (_with(("layers",), [MAP_STATE["layers"][0]] * 21), "layers"),
+        (_with(("drawn_geometry",), {"type": "Point", "coordinates": [200, 0]}), "drawn_geometry"),
+        (_with(("selected_feature",), {"type": "Feature"}), "selected_feature"),
+        (_with(("zoom",), 3), "zoom"),
+        ({"layers": []}, "view"),
     ],
 )
-async def test_a_bad_map_state_is_a_422_naming_the_field(
-    gateways: Gateways, body: dict[str, Any], loc: list[Any]
-) -> None:
+async def test_a_bad_map_state_is_a_422_naming_the_field(gateways: Gateways, body: dict[str, Any], field: str) -> None:
     owner = new_user()
     async with httpx.AsyncClient(timeout=30) as client:
         session = await _session(client, gateways.a.url, owner)
         url = f"{gateways.a.url}/api/v1/chat/session/{session}/map-state"
         answer = await client.put(url, json=body, headers=user(owner))
-        assert answer.status_code == 422, answer.text
-        assert loc in [error["loc"] for error in answer.json()["detail"]], answer.json()
+        assert error_of(answer, 422, field)["code"] == "invalid_argument"
         assert (await client.get(url, headers=user(owner))).json()["map_state"] is None
 
 
@@ -152,8 +149,8 @@ async def test_a_map_state_over_the_size_limit_is_refused(gateways: Gateways) ->
             json={**MAP_STATE, "layers": layers},
             headers=user(owner),
         )
-    assert answer.status_code == 422, answer.text
-    assert answer.json()["detail"][0]["loc"] == ["body"] and "524288" in answer.json()["detail"][0]["msg"]
+    assert error_of(answer, 422, "body")["message"].startswith("body: the map state is ")
+    assert "at most 524288 are allowed" in answer.json()["message"]
 
 
 @pytest.mark.asyncio
@@ -188,25 +185,24 @@ async def test_place_search_forwards_to_the_place_index_as_the_caller(gateways: 
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize(
-    ("params", "loc"),
+    ("params", "field"),
     [
-        ({}, ["query", "q"]),
-        ({"q": ""}, ["query", "q"]),
-        ({"q": "   "}, ["query", "q"]),
-        ({"q": "x" * 101}, ["query", "q"]),
-        ({"q": "Berlin", "limit": 11}, ["query", "limit"]),
-        ({"q": "Berlin", "limit": 0}, ["query", "limit"]),
-        ({"q": "Berlin", "limit": "many"}, ["query", "limit"]),
-        ({"q": "refused words"}, ["query", "q"]),
+        ({}, "q"),
+        ({"q": ""}, "q"),
+        ({"q": "   "}, "q"),
+        ({"q": "x" * 101}, "q"),
+        ({"q": "Berlin", "limit": 11}, "limit"),
+        ({"q": "Berlin", "limit": 0}, "limit"),
+        ({"q": "Berlin", "limit": "many"}, "limit"),
+        ({"q": "refused words"}, "q"),
     ],
 )
 async def test_bad_place_searches_are_422s_naming_the_field(
-    gateways: Gateways, params: dict[str, Any], loc: list[str]
+    gateways: Gateways, params: dict[str, Any], field: str
 ) -> None:
     async with httpx.AsyncClient(timeout=30) as client:
         answer = await client.get(f"{gateways.a.url}/api/v1/places/search", params=params, headers=user(new_user()))
-    assert answer.status_code == 422, answer.text
-    assert answer.json()["detail"][0]["loc"] == loc
+    assert error_of(answer, 422, field)["code"] == "invalid_argument"
 
 
 @pytest.mark.asyncio
@@ -214,10 +210,14 @@ async def test_place_search_failures_are_clear_and_never_500(gateways: Gateways)
     async with httpx.AsyncClient(timeout=30) as client:
         url = f"{gateways.a.url}/api/v1/places/search"
         slow = await client.get(url, params={"q": "slow town"}, headers=user(new_user()))
-        assert slow.status_code == 504 and "in time" in slow.json()["detail"]
+        assert error_of(slow, 504) == {
+            "field": None,
+            "message": "the place search did not answer in time",
+            "code": "timeout",
+        }
         broken = await client.get(url, params={"q": "broken"}, headers=user(new_user()))
-        assert broken.status_code == 503 and broken.headers["Retry-After"] == "2"
-        assert "HTTP 500" in broken.json()["detail"]
+        assert broken.headers["Retry-After"] == "2"
+        assert error_of(broken, 503)["message"] == "the place search failed (HTTP 500); retry shortly"
 
 
 @pytest.mark.asyncio
@@ -242,5 +242,7 @@ async def test_place_search_is_rate_limited_and_reports_an_unreachable_index(
                 for _ in range(4)
             ]
     assert [answer.status_code for answer in answers] == [503, 503, 503, 429]
-    assert "unavailable" in answers[0].json()["detail"] and answers[0].headers["Retry-After"] == "2"
+    assert error_of(answers[0], 503)["message"] == "the place search is unavailable; retry shortly"
+    assert answers[0].headers["Retry-After"] == "2"
+    assert error_of(answers[3], 429)["message"] == "more than 3 requests a minute to the place search; retry later"
     assert int(answers[3].headers["Retry-After"]) > 0

@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from gateway_helpers import gateway_env, new_user, user
 
-from stacgis_common.testing import RunningService, free_port, mcp_client, run_service
+from stacgis_common.testing import RunningService, error_of, free_port, mcp_client, run_service
 
 ISSUER = "https://login.example.test/"
 AUDIENCE = "stacgis"
@@ -192,9 +192,10 @@ async def test_revoked_expired_malformed_and_missing_tokens_are_refused(
 
     # Someone else cannot revoke it (404 as for a token that does not exist); its owner can.
     base = f"{mcp_gateway.url}/api/v1/tokens"
-    assert (await client.delete(f"{base}/{revoked['id']}", headers=other)).status_code == 404
+    foreign = await client.delete(f"{base}/{revoked['id']}", headers=other)
+    assert error_of(foreign, 404) == {"field": None, "message": "token not found", "code": "not_found"}
     assert (await client.delete(f"{base}/{revoked['id']}", headers=owner)).status_code == 204
-    assert (await client.delete(f"{base}/{revoked['id']}", headers=owner)).status_code == 404
+    assert error_of(await client.delete(f"{base}/{revoked['id']}", headers=owner), 404)["message"] == "token not found"
     connection = await asyncpg.connect(pg_dsn)
     try:
         await connection.execute(
@@ -216,8 +217,8 @@ async def test_revoked_expired_malformed_and_missing_tokens_are_refused(
     }
     for authorization, reason in cases.items():
         response = await raw(client, mcp_gateway.url, "memory", authorization)
-        assert response.status_code == 401, (authorization, response.text)
-        assert reason in response.json()["detail"]
+        refusal = error_of(response, 401)
+        assert reason in refusal["message"] and refusal["code"] == "unauthenticated"
         header = challenge(response)
         assert ("invalid_token" in header) == (reason != "missing")
         assert "resource_metadata" not in header  # no issuer in trusted-header mode
@@ -232,49 +233,55 @@ async def test_a_token_reaches_only_its_servers(mcp_gateway: RunningService, cli
     someone = user(new_user())
     memory_only = (await create_token(client, mcp_gateway.url, someone, ["memory"]))["token"]
     response = await raw(client, mcp_gateway.url, "knowledge", f"Bearer {memory_only}")
-    assert response.status_code == 403
+    assert error_of(response, 403) == {
+        "field": None,
+        "message": "this token is not valid for knowledge",
+        "code": "forbidden",
+    }
     assert 'error="insufficient_scope"' in challenge(response) and 'scope="knowledge"' in challenge(response)
 
     knowledge = (await create_token(client, mcp_gateway.url, someone, ["knowledge"]))["token"]
     async with mcp_client(f"{mcp_gateway.url}/mcp/knowledge", knowledge) as session:
         assert "search_knowledge" in {tool.name for tool in (await session.list_tools()).tools}
-    assert (await raw(client, mcp_gateway.url, "memory", f"Bearer {knowledge}")).status_code == 403
+    other_server = await raw(client, mcp_gateway.url, "memory", f"Bearer {knowledge}")
+    assert error_of(other_server, 403)["message"] == "this token is not valid for memory"
 
     # A configured server that is down is a 502; a name that is not configured a 404 (after no auth at all).
     both = (await create_token(client, mcp_gateway.url, user(new_user()), ["raster", "memory"]))["token"]
     down = await raw(client, mcp_gateway.url, "raster", f"Bearer {both}")
-    assert down.status_code == 502 and "raster" in down.json()["detail"]
-    assert (await raw(client, mcp_gateway.url, "weather", f"Bearer {both}")).status_code == 404
-    assert (await raw(client, mcp_gateway.url, "Memory%00", f"Bearer {both}")).status_code == 422
+    assert error_of(down, 502)["message"] == "MCP server raster is unavailable; retry shortly"
+    unknown = await raw(client, mcp_gateway.url, "weather", f"Bearer {both}")
+    assert error_of(unknown, 404)["message"].startswith("unknown MCP server; one of: ")
+    assert error_of(await raw(client, mcp_gateway.url, "Memory%00", f"Bearer {both}"), 422, "server")
 
 
 @pytest.mark.asyncio
 async def test_token_requests_are_checked(mcp_gateway: RunningService, client: httpx.AsyncClient) -> None:
     base = f"{mcp_gateway.url}/api/v1/tokens"
     someone = user(new_user())
-    bad_bodies: list[tuple[dict[str, Any], list[Any]]] = [
-        ({"name": "x", "servers": ["weather"]}, ["body", "servers", 0]),
-        ({"name": "x", "servers": []}, ["body", "servers"]),
-        ({"name": "x", "servers": ["memory"], "expires_in_days": 0}, ["body", "expires_in_days"]),
-        ({"name": "x", "servers": ["memory"], "expires_in_days": MAX_DAYS + 1}, ["body", "expires_in_days"]),
-        ({"name": "x", "servers": ["memory"], "expires_in_days": "7"}, ["body", "expires_in_days"]),
-        ({"name": "   ", "servers": ["memory"]}, ["body", "name"]),
-        ({"name": "a\u0000b", "servers": ["memory"]}, ["body", "name"]),
-        ({"name": "x" * 101, "servers": ["memory"]}, ["body", "name"]),
-        ({"name": "x", "servers": ["memory"], "scopes": ["admin"]}, ["body", "scopes"]),
-        ({"servers": ["memory"]}, ["body", "name"]),
+    bad_bodies: list[tuple[dict[str, Any], str]] = [
+        ({"name": "x", "servers": ["weather"]}, "servers.0"),
+        ({"name": "x", "servers": []}, "servers"),
+        ({"name": "x", "servers": ["memory"], "expires_in_days": 0}, "expires_in_days"),
+        ({"name": "x", "servers": ["memory"], "expires_in_days": MAX_DAYS + 1}, "expires_in_days"),
+        ({"name": "x", "servers": ["memory"], "expires_in_days": "7"}, "expires_in_days"),
+        ({"name": "   ", "servers": ["memory"]}, "name"),
+        ({"name": "a\u0000b", "servers": ["memory"]}, "name"),
+        ({"name": "x" * 101, "servers": ["memory"]}, "name"),
+        ({"name": "x", "servers": ["memory"], "scopes": ["admin"]}, "scopes"),
+        ({"servers": ["memory"]}, "name"),
     ]
-    for body, loc in bad_bodies:
+    for body, field in bad_bodies:
         response = await client.post(base, json=body, headers=someone)
-        assert response.status_code == 422, (body, response.text)
-        assert loc in [item["loc"] for item in response.json()["detail"]], (body, response.text)
-    assert (await client.post(base, json={"name": "x", "servers": ["memory"]})).status_code == 401
-    assert (await client.delete(f"{base}/not-a-token-id-at-all-no-no-no-no", headers=someone)).status_code == 422
+        assert error_of(response, 422, field)["code"] == "invalid_argument", body
+    anonymous = await client.post(base, json={"name": "x", "servers": ["memory"]})
+    assert error_of(anonymous, 401)["message"].startswith("not authenticated")
+    assert error_of(await client.delete(f"{base}/not-a-token-id-at-all-no-no-no-no", headers=someone), 422, "token_id")
 
     for _ in range(TOKENS_PER_USER):
         await create_token(client, mcp_gateway.url, someone, ["memory"])
     refused = await client.post(base, json={"name": "one more", "servers": ["memory"]}, headers=someone)
-    assert refused.status_code == 409 and str(TOKENS_PER_USER) in refused.json()["detail"]
+    assert str(TOKENS_PER_USER) in error_of(refused, 409)["message"]
 
     # Bodies of outside MCP requests are bounded before anything is forwarded.
     token = (await create_token(client, mcp_gateway.url, user(new_user()), ["memory"]))["token"]
@@ -282,7 +289,7 @@ async def test_token_requests_are_checked(mcp_gateway: RunningService, client: h
     response = await client.post(
         f"{mcp_gateway.url}/mcp/memory", json=huge, headers={**MCP_HEADERS, "Authorization": f"Bearer {token}"}
     )
-    assert response.status_code == 422 and response.json()["detail"][0]["loc"] == ["body"]
+    assert error_of(response, 422, "body")["message"].startswith("body: request body is ")
 
 
 @pytest.mark.asyncio
@@ -296,6 +303,7 @@ async def test_one_users_clients_are_rate_limited(mcp_gateway: RunningService, c
         statuses.append(response.status_code)
         if response.status_code == 429:
             assert int(response.headers["retry-after"]) >= 1
+            assert error_of(response, 429)["message"].endswith("MCP requests a minute; retry later")
             break
     assert statuses[-1] == 429 and set(statuses[:-1]) == {200}, statuses
     # Someone else is not affected.
@@ -322,7 +330,8 @@ async def test_jwt_mode_publishes_protected_resource_metadata(
     mcp_gateway: RunningService,
     client: httpx.AsyncClient,
 ) -> None:
-    assert (await client.get(f"{mcp_gateway.url}/.well-known/oauth-protected-resource")).status_code == 404
+    metadata = await client.get(f"{mcp_gateway.url}/.well-known/oauth-protected-resource")
+    assert error_of(metadata, 404)["message"].startswith("no authorization server")
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     pem = key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
     port = free_port()
@@ -343,10 +352,11 @@ async def test_jwt_mode_publishes_protected_resource_metadata(
         metadata = (await client.get(f"{gateway.url}/.well-known/oauth-protected-resource/mcp/memory")).json()
         assert metadata["resource"] == "https://stacgis.example.test/mcp/memory"
         assert metadata["authorization_servers"] == [ISSUER]
-        assert (await client.get(f"{gateway.url}/.well-known/oauth-protected-resource/mcp/nope")).status_code == 404
+        nope = await client.get(f"{gateway.url}/.well-known/oauth-protected-resource/mcp/nope")
+        assert error_of(nope, 404)["message"] == "unknown MCP server"
 
         refused = await raw(client, gateway.url, "memory", None)
-        assert refused.status_code == 401
+        assert error_of(refused, 401)["message"] == "missing bearer token"
         assert (
             'resource_metadata="https://stacgis.example.test/.well-known/oauth-protected-resource/mcp/memory"'
             in challenge(refused)
@@ -354,7 +364,7 @@ async def test_jwt_mode_publishes_protected_resource_metadata(
         forged = await raw(
             client, gateway.url, "memory", f"Bearer {_token(rsa.generate_private_key(65537, 2048), 'x')}"
         )
-        assert forged.status_code == 401 and 'error="invalid_token"' in challenge(forged)
+        assert error_of(forged, 401)["code"] == "unauthenticated" and 'error="invalid_token"' in challenge(forged)
 
         # The provider's token works as the user, and so does a PAT that user created with it.
         maria = new_user()

@@ -10,7 +10,7 @@ import pytest
 import redis
 from gateway_helpers import Gateways, chat, database, gateway_env, new_user, resume, services, user
 
-from stacgis_common.testing import free_port
+from stacgis_common.testing import error_of, free_port
 
 HERE = Path(__file__).parent
 
@@ -42,7 +42,7 @@ async def test_history_survives_redis_flushdb(gateways: Gateways, redis_client: 
         after = (await client.get(url, headers=user(kate))).json()
         assert after["messages"][:6] == before["messages"] and len(after["messages"]) == 8
         # Other users still cannot see it, cache or no cache.
-        assert (await client.get(url, headers=user(new_user()))).status_code == 404
+        assert error_of(await client.get(url, headers=user(new_user())), 404)["message"] == "session not found"
     async with database(pg_dsn) as db:
         per_run = await db.fetch(
             "SELECT run_id, count(*) AS n FROM gateway.messages WHERE session_id = $1 GROUP BY run_id",

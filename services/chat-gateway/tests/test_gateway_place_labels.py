@@ -11,7 +11,7 @@ import pytest
 from gateway_helpers import Gateways, gateway_env, new_user, services, user
 from gateway_test_orchestrator import LABELS
 
-from stacgis_common.testing import free_port
+from stacgis_common.testing import error_of, free_port
 
 pytestmark = pytest.mark.asyncio
 
@@ -74,9 +74,8 @@ async def test_bad_label_requests_are_422s_naming_the_field_and_never_forwarded(
     who = new_user()
     async with httpx.AsyncClient(timeout=30) as client:
         answer = await client.get(f"{gateways.a.url}/api/v1/places/labels", params=params, headers=user(who))
-        assert answer.status_code == 422, answer.text
-        (error,) = answer.json()["detail"]
-        assert error["loc"] == ["query", field] and says in error["msg"], error
+        error = error_of(answer, 422, field)
+        assert says in error["message"] and "; " not in error["message"], error
         assert await asked(client, gateways, who) == []
 
 
@@ -85,20 +84,19 @@ async def test_a_refusal_by_the_place_index_names_its_field(gateways: Gateways) 
         answer = await client.get(
             f"{gateways.a.url}/api/v1/places/labels", params={"bbox": "3,0,10,10"}, headers=user(new_user())
         )
-    assert answer.status_code == 422, answer.text
-    (error,) = answer.json()["detail"]
-    assert error["loc"] == ["query", "limit"] and error["msg"].startswith("limit:")
+    # The place index's own words ("limit: ..."), its field named.
+    assert error_of(answer, 422, "limit")["message"] == "limit: must be an integer from 1 to 3"
 
 
 async def test_label_failures_are_clear_and_never_500(gateways: Gateways) -> None:
     async with httpx.AsyncClient(timeout=30) as client:
         url = f"{gateways.a.url}/api/v1/places/labels"
         slow = await client.get(url, params={"bbox": "1,0,10,10"}, headers=user(new_user()))
-        assert slow.status_code == 504 and "in time" in slow.json()["detail"], slow.text
+        assert error_of(slow, 504)["message"] == "the city name lookup did not answer in time"
         assert slow.headers["Retry-After"] == "2"
         broken = await client.get(url, params={"bbox": "2,0,10,10"}, headers=user(new_user()))
-    assert broken.status_code == 503 and broken.headers["Retry-After"] == "2"
-    assert "city name lookup" in broken.json()["detail"] and "HTTP 500" in broken.json()["detail"]
+    assert error_of(broken, 503)["message"] == "the city name lookup failed (HTTP 500); retry shortly"
+    assert broken.headers["Retry-After"] == "2"
 
 
 async def test_labels_have_their_own_rate_limit_and_report_an_unreachable_index(
@@ -125,6 +123,8 @@ async def test_labels_have_their_own_rate_limit_and_report_an_unreachable_index(
             # The search box keeps its own allowance.
             search = await client.get(f"{gateway.url}/api/v1/places/search", params={"q": "Berlin"}, headers=who)
     assert [answer.status_code for answer in answers] == [503, 503, 429]
-    assert "city name lookup is unavailable" in answers[0].json()["detail"] and answers[0].headers["Retry-After"] == "2"
+    assert error_of(answers[0], 503)["message"] == "the city name lookup is unavailable; retry shortly"
+    assert answers[0].headers["Retry-After"] == "2"
+    assert error_of(answers[2], 429)["code"] == "rate_limited"
     assert int(answers[2].headers["Retry-After"]) > 0
-    assert search.status_code == 503, search.text
+    assert error_of(search, 503)["message"] == "the place search is unavailable; retry shortly"

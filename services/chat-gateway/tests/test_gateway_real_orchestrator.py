@@ -197,3 +197,30 @@ async def test_real_orchestrator_killed_mid_run(real: RealStack, pg_dsn: str, re
                 ("assistant", partial),
             ]
             assert (await client.get(f"{gateway.url}/api/v1/chat/capacity")).json()["active"] == 0
+
+
+@pytest.mark.asyncio
+async def test_a_run_the_orchestrator_refuses_ends_with_its_reason(
+    real: RealStack, pg_dsn: str, redis_url: str
+) -> None:
+    # An orchestrator taking shorter messages than the gateway: its 422 names the field, in its error body.
+    orchestrator_port, gateway_port = free_port(), free_port()
+    strict = {
+        **real.orchestrator_env,
+        "ORCHESTRATOR_PORT": str(orchestrator_port),
+        "ORCHESTRATOR_MAX_MESSAGE_CHARS": "40",
+    }
+    env = gateway_env(
+        gateway_port, pg_dsn, redis_url, f"http://127.0.0.1:{orchestrator_port}", GATEWAY_REDIS_KEY_PREFIX="strict:"
+    )
+    message = "Zoom to Munich and tell me about the Isar valley please"
+    with services(("stacgis_orchestrator", strict, orchestrator_port), ("stacgis_gateway", env, gateway_port)) as (
+        _,
+        gateway,
+    ):
+        async with httpx.AsyncClient(timeout=30) as client:
+            refused = await chat(client, gateway.url, message, user(new_user()))
+    assert refused.names == ["session", "error"]
+    error = refused.events[-1].data["error"]
+    assert error["code"] == "orchestrator_unavailable"
+    assert error["message"] == "orchestrator refused the run (HTTP 422): message: longer than 40 characters"

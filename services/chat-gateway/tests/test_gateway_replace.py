@@ -11,6 +11,8 @@ import pytest
 from gateway_helpers import Gateways, chat, new_user, user
 from test_gateway_map import MAP_STATE
 
+from stacgis_common.testing import error_of
+
 
 async def _history(client: httpx.AsyncClient, base: str, session_id: str, who: str) -> list[dict[str, Any]]:
     response = await client.get(f"{base}/api/v1/chat/session/{session_id}/history", headers=user(who))
@@ -118,11 +120,10 @@ async def test_a_question_to_replace_that_is_not_there_is_refused_and_loses_noth
             response = await client.post(
                 f"{gateways.a.url}/api/v1/chat/stream", json={"message": "again", **fields}, headers=user(noah)
             )
-            assert response.status_code == status, (fields, response.text)
-            assert ["body", "replace_turn"] in [item["loc"] for item in response.json()["detail"]], response.text
+            assert error_of(response, status, "replace_turn")["code"] == "invalid_argument", fields
         # Another user cannot cut this conversation: it is not theirs.
         intruder = await chat(client, gateways.a.url, "mine now", user(eve), session_id=session, replace_turn=0)
-        assert intruder.status == 404
+        assert intruder.error(404)["message"] == "session not found"
         assert await _history(client, gateways.b.url, session, noah) == before
         # The session's run lock was released after each refusal: a valid replacement runs.
         ok = await chat(client, gateways.a.url, "only question, again", user(noah), session_id=session, replace_turn=0)

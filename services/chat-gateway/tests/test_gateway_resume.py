@@ -8,6 +8,8 @@ import httpx
 import pytest
 from gateway_helpers import Gateways, Stream, chat, new_user, read_stream, resume, stream_id_key, user
 
+from stacgis_common.testing import error_of
+
 
 @pytest.mark.asyncio
 async def test_resume_on_the_other_gateway_delivers_the_rest_exactly_once_in_order(gateways: Gateways) -> None:
@@ -59,7 +61,7 @@ async def test_approval_answered_through_the_other_gateway(gateways: Gateways) -
         intruder = await client.post(
             f"{gateways.b.url}/api/v1/chat/approvals/{approval_id}", json={"approved": True}, headers=user(new_user())
         )
-        assert intruder.status_code == 404
+        assert error_of(intruder, 404) == {"field": None, "message": "approval not found", "code": "not_found"}
 
         answered = await client.post(
             f"{gateways.b.url}/api/v1/chat/approvals/{approval_id}",
@@ -71,7 +73,8 @@ async def test_approval_answered_through_the_other_gateway(gateways: Gateways) -
         twice = await client.post(
             f"{gateways.a.url}/api/v1/chat/approvals/{approval_id}", json={"approved": True}, headers=user(iris)
         )
-        assert twice.status_code == 409
+        # The orchestrator's own words, read from its error body.
+        assert error_of(twice, 409)["message"] == f"approval {approval_id} is already decided"
 
         rest = await resume(client, gateways.b.url, head.run_id, head.events[-1].id, user(iris))
         assert rest.names[0] == "tool_error" and rest.names[-1] == "done"

@@ -10,6 +10,8 @@ import pytest
 import redis
 from gateway_helpers import Gateways, chat, database, new_user, stream_id_key, user
 
+from stacgis_common.testing import error_of
+
 SPATIAL = {
     "map_center": {"lat": 48.14, "lon": 11.58},
     "zoom": 9,
@@ -132,9 +134,9 @@ async def test_follow_up_carries_the_history_and_renames(gateways: Gateways) -> 
         deleted = await client.delete(f"{gateways.b.url}/api/v1/chat/session/{first.session_id}", headers=user(bob))
         assert deleted.status_code == 204
         gone = await client.get(f"{gateways.a.url}/api/v1/chat/session/{first.session_id}/history", headers=user(bob))
-        assert gone.status_code == 404
+        assert error_of(gone, 404)["message"] == "session not found"
         again = await chat(client, gateways.a.url, "Hello?", user(bob), session_id=first.session_id)
-        assert again.status == 404
+        assert again.error(404) == {"field": None, "message": "session not found", "code": "not_found"}
 
 
 @pytest.mark.asyncio
@@ -161,9 +163,9 @@ async def test_second_message_while_running_gets_409_and_cancel_ends_the_run(gat
             json={"message": "me too", "session_id": session_id},
             headers=user(carol),
         )
-        assert busy.status_code == 409
-        run_id = busy.json()["run_id"]
-        assert busy.json()["detail"]
+        refusal = error_of(busy, 409)
+        assert refusal["message"] == "this session already has a run in progress" and refusal["code"] == "conflict"
+        run_id = refusal["run_id"]
 
         cancelled = await client.post(f"{gateways.b.url}/api/v1/chat/runs/{run_id}/cancel", headers=user(carol))
         assert cancelled.status_code == 202 and cancelled.json() == {"run_id": run_id, "status": "cancelling"}
@@ -204,6 +206,36 @@ async def test_closing_the_browser_does_not_end_the_run(gateways: Gateways) -> N
         assert history["messages"][1]["content"] == "Echo: keep going"
 
 
+async def _active_streams(client: httpx.AsyncClient, base: str) -> float:
+    text = (await client.get(f"{base}/metrics")).text
+    lines = text.splitlines()
+    return float(next(line.split()[1] for line in lines if line.startswith("stacgis_gateway_active_streams ")))
+
+
+@pytest.mark.asyncio
+async def test_a_browser_that_leaves_is_let_go_at_once_while_its_run_goes_on(gateways: Gateways) -> None:
+    fay = new_user()
+    async with httpx.AsyncClient() as client:
+        before = await _active_streams(client, gateways.a.url)
+        partial = await chat(client, gateways.a.url, "[slow=6][deltas=2] take your time", user(fay), stop_after=2)
+        assert partial.names == ["session", "content"]
+        # Noticed at once: not at the run's next event (3 s away) nor its end, and a send to a client that
+        # left does not fail.
+        for _ in range(20):
+            if await _active_streams(client, gateways.a.url) == before:
+                break
+            await asyncio.sleep(0.1)
+        assert await _active_streams(client, gateways.a.url) == before
+        # The run itself went on to its end (and freed its slot), as with any browser that leaves.
+        for _ in range(150):
+            if (await client.get(f"{gateways.a.url}/api/v1/chat/capacity")).json()["active"] == 0:
+                break
+            await asyncio.sleep(0.1)
+        path = f"/api/v1/chat/session/{partial.session_id}/history"
+        history = await client.get(f"{gateways.b.url}{path}", headers=user(fay))
+        assert history.json()["messages"][1]["content"] == "Echo: take your time"
+
+
 @pytest.mark.asyncio
 async def test_model_error_ends_with_error_event_and_saves_the_partial_answer(gateways: Gateways) -> None:
     erin = new_user()
@@ -238,8 +270,9 @@ async def test_sync_chat_returns_the_whole_answer(gateways: Gateways) -> None:
         failed = await client.post(
             f"{gateways.b.url}/api/v1/chat/", json={"message": "[error] no luck"}, headers=user(new_user()), timeout=30
         )
-        assert failed.status_code == 502
-        assert failed.json()["code"] == "model_unavailable" and failed.json()["partial_content"].startswith("Echo")
+        ended = error_of(failed, 502)
+        assert ended["code"] == "model_unavailable" and ended["partial_content"].startswith("Echo")
+        assert ended["message"] == "the model went away" and ended["run_id"] and ended["session_id"]
 
 
 @pytest.mark.asyncio

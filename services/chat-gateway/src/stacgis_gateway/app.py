@@ -12,20 +12,18 @@ from typing import Any
 import asyncpg
 import redis.exceptions
 from fastapi import FastAPI, Request
-from fastapi.exception_handlers import http_exception_handler
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
 from redis.asyncio import BlockingConnectionPool, Redis
-from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware import Middleware
 from starlette.routing import Route
 
 from stacgis_common.health import health_routes
+from stacgis_common.http_errors import ErrorMiddleware, Unavailable, answer_errors
 from stacgis_common.telemetry import OTEL_ASGI_OPTIONS, MetricsMiddleware, metrics_endpoint, setup_telemetry
 
 from .api import chat, mcp_proxy, meta, models, places, runs, sessions, tokens
-from .api.problems import ApiProblem, problem_handler
+from .api.errors import ERRORS
 from .auth import CookieMiddleware, build_authenticator
 from .bodylimit import BodyLimitMiddleware
 from .config import GatewaySettings
@@ -49,8 +47,6 @@ API_PREFIX = "/api/v1"
 STARTUP_WAIT_SECONDS = 30.0
 # Suggested wait before retrying when Redis or Postgres is unavailable.
 UNAVAILABLE_RETRY_AFTER_SECONDS = 2
-# What FastAPI answers (400) when a body cannot even be decoded as JSON text (e.g. not UTF-8).
-BODY_PARSE_ERROR = "There was an error parsing the body"
 log = logging.getLogger(__name__)
 
 
@@ -144,33 +140,11 @@ async def build_gateway(settings: GatewaySettings) -> Gateway:
     )
 
 
-async def _unavailable(_: Request, error: Exception) -> JSONResponse:
+async def _unavailable(_: Request, error: Exception) -> Response:
     store = "Redis" if isinstance(error, redis.exceptions.RedisError) else "Postgres"
     log.warning("dependency unavailable", extra={"store": store, "error": repr(error)})
-    return JSONResponse(
-        {"detail": f"{store} is unavailable; retry shortly"},
-        status_code=503,
-        headers={"Retry-After": str(UNAVAILABLE_RETRY_AFTER_SECONDS)},
-    )
-
-
-async def _http_error(request: Request, error: Exception) -> Response:
-    """FastAPI's 400 for a body it cannot decode becomes the documented 422 naming the body."""
-    assert isinstance(error, StarletteHTTPException)
-    if error.status_code == 400 and error.detail == BODY_PARSE_ERROR:
-        problem = {"type": "json_invalid", "loc": ["body"], "msg": "the body is not JSON text (UTF-8)"}
-        return JSONResponse({"detail": [problem]}, status_code=422)
-    return await http_exception_handler(request, error)
-
-
-async def _invalid_request(_: Request, error: Exception) -> Response:
-    """422 naming each field, without echoing the input: it may be huge, NaN or not encodable as UTF-8."""
-    assert isinstance(error, RequestValidationError)
-    detail = [
-        {"type": item.get("type", "value_error"), "loc": list(item.get("loc", ())), "msg": str(item.get("msg", ""))}
-        for item in error.errors()
-    ]
-    return JSONResponse({"detail": detail}, status_code=422)
+    retry = {"Retry-After": str(UNAVAILABLE_RETRY_AFTER_SECONDS)}
+    return ERRORS.response(Unavailable(f"{store} is unavailable; retry shortly", headers=retry))
 
 
 def create_app(settings: GatewaySettings) -> FastAPI:
@@ -215,14 +189,15 @@ def create_app(settings: GatewaySettings) -> FastAPI:
                 deadline_seconds=settings.body_deadline_seconds,
             ),
             Middleware(CookieMiddleware),
+            # Innermost: what no handler answered gets the one error body (a 500 with the trace id).
+            Middleware(ErrorMiddleware, table=ERRORS),
         ],
     )
     for router in (chat.router, sessions.router, runs.router, meta.router, models.router, tokens.router, places.router):
         app.include_router(router, prefix=API_PREFIX)
     app.include_router(mcp_proxy.router)
-    app.add_exception_handler(ApiProblem, problem_handler)
-    app.add_exception_handler(StarletteHTTPException, _http_error)
-    app.add_exception_handler(RequestValidationError, _invalid_request)
+    # Every error in one body (stacgis_common.http_errors); validation errors never echo the input.
+    answer_errors(app, ERRORS)
     unavailable: tuple[type[Exception], ...] = (
         redis.exceptions.ConnectionError,
         redis.exceptions.TimeoutError,

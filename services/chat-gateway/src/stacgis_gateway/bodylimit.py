@@ -11,6 +11,8 @@ import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from stacgis_common.http_errors import error_body
+
 
 class BodyLimitMiddleware:
     def __init__(
@@ -23,10 +25,11 @@ class BodyLimitMiddleware:
 
     async def _refuse(self, send: Send, size: str) -> None:
         message = f"request body is {size} bytes; at most {self.max_bytes} are allowed"
-        await self._problem(send, 422, "body_too_large", message)
+        await self._problem(send, 422, "invalid_argument", message)
 
-    async def _problem(self, send: Send, status: int, kind: str, message: str) -> None:
-        body = json.dumps({"detail": [{"type": kind, "loc": ["body"], "msg": message}]}).encode()
+    async def _problem(self, send: Send, status: int, code: str, message: str) -> None:
+        # Outside the app's error handling: the one error body (stacgis_common.http_errors), written here.
+        body = json.dumps(error_body("body", f"body: {message}", code)).encode()
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
         if status == 408:
             headers.append((b"connection", b"close"))

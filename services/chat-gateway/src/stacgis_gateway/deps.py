@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import Depends, HTTPException, Request
+from fastapi import Depends, Request
 from redis.asyncio import Redis
+
+from stacgis_common.http_errors import RateLimited, Unauthenticated
 
 from .auth import NEW_IDENTITY_STATE, Authenticator, AuthError
 from .clientaddr import client_address, trusted_networks
@@ -52,9 +54,7 @@ async def current_user(request: Request, gateway: Annotated[Gateway, Depends(get
     try:
         user_id = await gateway.auth.authenticate(request)
     except AuthError as error:
-        raise HTTPException(
-            status_code=401, detail=f"not authenticated: {error}", headers={"WWW-Authenticate": "Bearer"}
-        ) from None
+        raise Unauthenticated(f"not authenticated: {error}", headers={"WWW-Authenticate": "Bearer"}) from None
     if getattr(request.state, NEW_IDENTITY_STATE, False):
         await limit_by_address(request, gateway)
     return user_id
@@ -67,9 +67,8 @@ async def limit_by_address(request: Request, gateway: Gateway) -> None:
     decision = await gateway.limiter.hit_address(address, limit)
     if not decision.allowed:
         REJECTIONS.labels("rate_limited").inc()
-        raise HTTPException(
-            status_code=429,
-            detail=f"at most {limit} requests without a session cookie per minute from one address; "
+        raise RateLimited(
+            f"at most {limit} requests without a session cookie per minute from one address; "
             "keep the cookie the gateway sets",
             headers={"Retry-After": str(decision.retry_after_seconds)},
         )

@@ -10,6 +10,8 @@ from typing import Any
 import httpx
 from httpx_sse import aconnect_sse
 
+from stacgis_common.http_errors import error_body, message_of
+
 
 class OrchestratorError(Exception):
     """The orchestrator could not be reached or refused the run."""
@@ -49,9 +51,13 @@ class OrchestratorClient:
             async with aconnect_sse(self._http, "POST", "/v1/runs", json=request, headers=headers) as source:
                 response = source.response
                 if response.status_code != 200:
-                    body = (await response.aread()).decode(errors="replace")[:500]
+                    text = (await response.aread()).decode(errors="replace")
+                    try:
+                        reason = message_of(json.loads(text)) or text[:500]
+                    except ValueError:
+                        reason = text[:500]
                     raise OrchestratorError(
-                        f"orchestrator refused the run (HTTP {response.status_code}): {body}", response.status_code
+                        f"orchestrator refused the run (HTTP {response.status_code}): {reason}", response.status_code
                     )
                 async for sse in source.aiter_sse():
                     if not sse.data:
@@ -80,7 +86,7 @@ class OrchestratorClient:
         try:
             payload: Any = response.json()
         except ValueError:
-            payload = {"detail": response.text[:500]}
+            payload = error_body(None, response.text[:500], "not_json")
         return Forwarded(response.status_code, payload)
 
     async def _post(self, path: str, token: str, body: dict[str, Any] | None = None) -> Forwarded:

@@ -8,21 +8,12 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi.exceptions import RequestValidationError
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from stacgis_common.geojson import check_feature, check_geometry
+from stacgis_common.http_errors import ErrorBody, invalid_fields
 
 from .config import GatewaySettings
-
-
-def field_error(loc: tuple[str, ...], message: str, value: Any = None) -> RequestValidationError:
-    """A 422 naming one field, in the body FastAPI gives its own validation errors."""
-    error: dict[str, Any] = {"type": "value_error", "loc": loc, "msg": message}
-    if value is not None:
-        error["input"] = value
-    return RequestValidationError([error])
-
 
 # GeoJSON needs about six levels; anything deeper in a user's feature is hostile, not geography.
 MAX_JSON_DEPTH = 32
@@ -145,7 +136,7 @@ def check_chat_request(request: ChatRequest, settings: GatewaySettings) -> None:
             context.selected_feature, context.drawn_geometry, ("body", "spatial_context"), settings
         )
     if errors:
-        raise RequestValidationError(errors)
+        raise invalid_fields(errors)
 
 
 def _geojson_errors(
@@ -275,7 +266,7 @@ def check_map_state(state: MapState, settings: GatewaySettings) -> None:
             _error(("body",), f"the map state is {size} bytes; at most {settings.max_map_state_bytes} are allowed")
         )
     if errors:
-        raise RequestValidationError(errors)
+        raise invalid_fields(errors)
 
 
 class PlaceCandidate(BaseModel):
@@ -317,17 +308,16 @@ class Capacity(BaseModel):
     available: int
 
 
-class GateFull(Capacity):
-    detail: str
+class Problem(ErrorBody):
+    """Every error answer (`stacgis_common.http_errors`); some add fields of their own."""
 
 
-class ActiveRun(BaseModel):
-    detail: str
+class GateFull(Problem, Capacity):
+    pass
+
+
+class ActiveRun(Problem):
     run_id: str = Field(description="The run still going in this session")
-
-
-class Problem(BaseModel):
-    detail: str
 
 
 class SessionSummary(BaseModel):
@@ -436,9 +426,7 @@ class ChatAnswer(BaseModel):
     tool_calls: int
 
 
-class RunFailed(BaseModel):
-    detail: str
-    code: str
+class RunFailed(Problem):
     run_id: str
     session_id: str
     partial_content: str

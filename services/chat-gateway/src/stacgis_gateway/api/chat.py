@@ -11,6 +11,9 @@ from typing import Any
 from fastapi import APIRouter
 from sse_starlette import EventSourceResponse
 
+from stacgis_common.arguments import ArgumentError
+from stacgis_common.http_errors import Conflict, RateLimited, TimedOut, Unavailable, UpstreamFailed
+
 from ..contract import RunSummary
 from ..deps import Gateway, GatewayDep, UserId
 from ..fanout import UNREADABLE
@@ -27,11 +30,10 @@ from ..schemas import (
     RunFailed,
     TokenUsage,
     check_chat_request,
-    field_error,
 )
 from ..sessions import SessionNotFound, title_of
 from ..streaming import RUN_ID_HEADER, follow_entries, sse_response, tail_run
-from .problems import ApiProblem, not_found
+from .errors import not_found
 
 router = APIRouter(prefix="/chat", tags=["chat"])
 
@@ -42,7 +44,7 @@ log = logging.getLogger(__name__)
 RUN_REFUSALS: dict[int | str, dict[str, Any]] = {
     404: {"model": Problem, "description": "No such session for this user"},
     409: {"model": ActiveRun, "description": "The session already has a run in progress"},
-    422: {"description": "Invalid input; `detail` names each offending field"},
+    422: {"model": Problem, "description": "Invalid input; `field` names the first offending field, `message` each"},
     429: {"model": Problem, "description": "Too many runs started by this user in the last minute"},
     503: {"model": GateFull, "description": "Every model slot is busy; retry after `Retry-After` seconds"},
 }
@@ -53,14 +55,13 @@ async def _check_model(gateway: Gateway, user_id: str, model: str) -> None:
     try:
         choices = await gateway.models.choices(user_id)
     except ModelsUnavailable as error:
-        raise ApiProblem(
-            503,
-            {"detail": f"the chosen model cannot be checked now ({error}); retry shortly"},
-            {"Retry-After": str(RETRY_AFTER_SECONDS)},
+        raise Unavailable(
+            f"the chosen model cannot be checked now ({error}); retry shortly",
+            headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
         ) from None
     if model not in choices.models:
         listed = f"GET /api/v1/models lists the {len(choices.models)} offered"
-        raise field_error(("body", "model"), f"unknown model {model!r}; {listed}", model)
+        raise ArgumentError("model", f"unknown model {model!r}; {listed}")
 
 
 async def _check_turn(gateway: Gateway, session_id: str, turn: int) -> None:
@@ -68,7 +69,7 @@ async def _check_turn(gateway: Gateway, session_id: str, turn: int) -> None:
     questions = await gateway.store.question_count(session_id)
     if turn >= questions:
         message = f"the session has {questions} questions; replace_turn must be below that"
-        raise field_error(("body", "replace_turn"), message, turn)
+        raise ArgumentError("replace_turn", message)
 
 
 async def admit_run(gateway: Gateway, user_id: str, body: ChatRequest) -> RunSpec:
@@ -81,10 +82,9 @@ async def admit_run(gateway: Gateway, user_id: str, body: ChatRequest) -> RunSpe
     decision = await gateway.limiter.hit(user_id)
     if not decision.allowed:
         REJECTIONS.labels("rate_limited").inc()
-        raise ApiProblem(
-            429,
-            {"detail": f"at most {settings.rate_limit_per_minute} runs per minute; retry later"},
-            {"Retry-After": str(decision.retry_after_seconds)},
+        raise RateLimited(
+            f"at most {settings.rate_limit_per_minute} runs per minute; retry later",
+            headers={"Retry-After": str(decision.retry_after_seconds)},
         )
     new_session = body.session_id is None
     if body.session_id is None:
@@ -98,7 +98,7 @@ async def admit_run(gateway: Gateway, user_id: str, body: ChatRequest) -> RunSpe
     holder = await gateway.sessions.lock_run(session.id, run_id)
     if holder is not None:
         REJECTIONS.labels("session_busy").inc()
-        raise ApiProblem(409, {"detail": "this session already has a run in progress", "run_id": holder})
+        raise Conflict("this session already has a run in progress", run_id=holder)
     try:
         if body.replace_turn is not None:
             await _check_turn(gateway, session.id, body.replace_turn)
@@ -110,20 +110,18 @@ async def admit_run(gateway: Gateway, user_id: str, body: ChatRequest) -> RunSpe
             raise
         if admission.user_limited:
             REJECTIONS.labels("user_concurrency").inc()
-            raise ApiProblem(
-                429,
-                {
-                    "detail": f"at most {settings.max_concurrent_runs_per_user} runs at once per user; "
-                    "wait for one to finish"
-                },
-                {"Retry-After": str(RETRY_AFTER_SECONDS)},
+            raise RateLimited(
+                f"at most {settings.max_concurrent_runs_per_user} runs at once per user; wait for one to finish",
+                headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
             )
         if not admission.admitted:
             REJECTIONS.labels("gate_full").inc()
-            raise ApiProblem(
-                503,
-                {"detail": "all model slots are busy; retry shortly", **admission.capacity.as_dict()},
-                {"Retry-After": str(RETRY_AFTER_SECONDS)},
+            capacity: dict[str, Any] = admission.capacity.as_dict()  # active, max, available beside the message
+            raise Unavailable(
+                "all model slots are busy; retry shortly",
+                code="gate_full",
+                headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+                **capacity,
             )
         try:
             if new_session:
@@ -198,7 +196,7 @@ async def chat(body: ChatRequest, gateway: GatewayDep, user_id: UserId) -> ChatA
                     summary.add_json(entry.data)
                 closed = delivery.closed
     except TimeoutError:
-        raise ApiProblem(504, {"detail": "no answer in time; the run goes on", "run_id": spec.run_id}) from None
+        raise TimedOut("no answer in time; the run goes on", run_id=spec.run_id) from None
     if summary.done is None:
         if summary.error is not None:
             code, message = summary.error.code or "internal", summary.error.message or "the run failed"
@@ -206,15 +204,8 @@ async def chat(body: ChatRequest, gateway: GatewayDep, user_id: UserId) -> ChatA
             code, message = "stream_unavailable", "the run's events cannot be read (Redis unavailable)"
         else:
             code, message = "run_lost", "the run's events expired"
-        raise ApiProblem(
-            502,
-            {
-                "detail": message,
-                "code": code,
-                "run_id": spec.run_id,
-                "session_id": spec.session.id,
-                "partial_content": summary.partial,
-            },
+        raise UpstreamFailed(
+            message, code=code, run_id=spec.run_id, session_id=spec.session.id, partial_content=summary.partial
         )
     done = summary.done
     return ChatAnswer(

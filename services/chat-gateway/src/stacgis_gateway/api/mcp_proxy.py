@@ -22,14 +22,23 @@ from prometheus_client import Counter
 from starlette.background import BackgroundTask
 from starlette.responses import Response
 
+from stacgis_common.arguments import ArgumentError
 from stacgis_common.auth import Identity, mint_for
+from stacgis_common.http_errors import (
+    Forbidden,
+    Missing,
+    RateLimited,
+    Refusal,
+    TimedOut,
+    Unauthenticated,
+    UpstreamFailed,
+)
 
 from ..auth import Authenticator, AuthError, JwtAuth
 from ..config import GatewaySettings
 from ..deps import Gateway
 from ..ratelimit import RateLimiter
 from ..tokens import TokenRefused, TokenStore, looks_like_token
-from .problems import ApiProblem
 
 log = logging.getLogger(__name__)
 router = APIRouter(include_in_schema=False)
@@ -88,7 +97,7 @@ def _base_url(request: Request, settings: GatewaySettings) -> str:
 
 def _refuse(
     request: Request, proxy: McpProxy, server: str, status: int, error: str | None, description: str
-) -> ApiProblem:
+) -> Refusal:
     """401/403 with the RFC 6750 challenge, and the metadata URL when an issuer can grant tokens."""
     challenge = 'Bearer realm="stacgis-mcp"'
     if error is not None:
@@ -100,7 +109,8 @@ def _refuse(
     if status == 403:
         challenge += f', scope="{server}"'
     MCP_REQUESTS.labels(server, "refused").inc()
-    return ApiProblem(status, {"detail": description}, {"WWW-Authenticate": challenge})
+    kind = Forbidden if status == 403 else Unauthenticated
+    return kind(description, headers={"WWW-Authenticate": challenge})
 
 
 async def _user(request: Request, proxy: McpProxy, server: str) -> str:
@@ -125,9 +135,8 @@ async def _user(request: Request, proxy: McpProxy, server: str) -> str:
     raise _refuse(request, proxy, server, 401, "invalid_token", "malformed access token")
 
 
-def _too_large(limit: int, size: str) -> ApiProblem:
-    problem = {"type": "body_too_large", "loc": ["body"], "msg": f"request body is {size} bytes; at most {limit}"}
-    return ApiProblem(422, {"detail": [problem]})
+def _too_large(limit: int, size: str) -> ArgumentError:
+    return ArgumentError("body", f"request body is {size} bytes; at most {limit} are allowed")
 
 
 async def _body(request: Request, limit: int) -> bytes:
@@ -174,16 +183,15 @@ async def forward(server: ServerName, request: Request) -> Response:
     upstream = settings.mcp_servers.get(server)
     if upstream is None:
         known = ", ".join(sorted(settings.mcp_servers))
-        return JSONResponse({"detail": f"unknown MCP server; one of: {known}"}, status_code=404)
+        raise Missing(f"unknown MCP server; one of: {known}")
     user_id = await _user(request, proxy, server)
     gateway: Gateway = request.app.state.gateway
     # "mcp <user>": a space never occurs in a user id, so this bucket is apart from the chat limits.
     decision = await proxy.limiter(gateway).hit(f"mcp {user_id}")
     if not decision.allowed:
         MCP_REQUESTS.labels(server, "rate_limited").inc()
-        return JSONResponse(
-            {"detail": f"more than {settings.mcp_requests_per_minute} MCP requests a minute; retry later"},
-            status_code=429,
+        raise RateLimited(
+            f"more than {settings.mcp_requests_per_minute} MCP requests a minute; retry later",
             headers={"Retry-After": str(decision.retry_after_seconds)},
         )
     body = await _body(request, settings.mcp_max_body_bytes) if request.method == "POST" else b""
@@ -197,15 +205,13 @@ async def forward(server: ServerName, request: Request) -> Response:
         response = await asyncio.wait_for(proxy.http.send(outgoing, stream=True), settings.mcp_timeout_seconds)
     except (TimeoutError, httpx.TimeoutException):
         MCP_REQUESTS.labels(server, "timeout").inc()
-        return JSONResponse({"detail": f"MCP server {server} did not answer in time"}, status_code=504)
+        raise TimedOut(f"MCP server {server} did not answer in time") from None
     except httpx.HTTPError as error:
         log.warning("MCP server unreachable", extra={"server": server, "error": repr(error)})
         MCP_REQUESTS.labels(server, "unavailable").inc()
-        return JSONResponse(
-            {"detail": f"MCP server {server} is unavailable; retry shortly"},
-            status_code=502,
-            headers={"Retry-After": "2"},
-        )
+        raise UpstreamFailed(
+            f"MCP server {server} is unavailable; retry shortly", headers={"Retry-After": "2"}
+        ) from None
     if response.status_code in UPSTREAM_REFUSALS:
         await response.aclose()
         log.error(
@@ -213,7 +219,7 @@ async def forward(server: ServerName, request: Request) -> Response:
             extra={"server": server, "status": response.status_code},
         )
         MCP_REQUESTS.labels(server, "upstream_error").inc()
-        return JSONResponse({"detail": f"MCP server {server} refused the gateway"}, status_code=502)
+        raise UpstreamFailed(f"MCP server {server} refused the gateway")
     MCP_REQUESTS.labels(server, "forwarded").inc()
     out: dict[str, Any] = {name: value for name in RESPONSE_HEADERS if (value := response.headers.get(name))}
     if out.get("content-type", "").startswith("text/event-stream"):
@@ -230,10 +236,7 @@ def _metadata(request: Request, resource_path: str) -> Response:
     """RFC 9728 protected-resource metadata; only an auth mode with an issuer has any to give."""
     proxy = _proxy(request)
     if proxy.issuer is None:
-        return JSONResponse(
-            {"detail": "no authorization server: use a personal access token (POST /api/v1/tokens)"},
-            status_code=404,
-        )
+        raise Missing("no authorization server: use a personal access token (POST /api/v1/tokens)")
     base = _base_url(request, proxy.settings)
     return JSONResponse(
         {
@@ -254,5 +257,5 @@ async def resource_metadata(request: Request) -> Response:
 @router.get(METADATA_PATH + "/mcp/{server}")
 async def server_metadata(server: ServerName, request: Request) -> Response:
     if server not in _proxy(request).settings.mcp_servers:
-        return JSONResponse({"detail": "unknown MCP server"}, status_code=404)
+        raise Missing("unknown MCP server")
     return _metadata(request, f"/mcp/{server}")

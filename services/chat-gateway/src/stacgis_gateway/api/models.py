@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from stacgis_common.http_errors import Unavailable
+
 from ..deps import GatewayDep, UserId
 from ..models import ModelsUnavailable
 from ..schemas import ModelList, Problem
-from .problems import ApiProblem
 
 router = APIRouter(tags=["meta"])
 RETRY_AFTER_SECONDS = "5"
@@ -23,7 +24,7 @@ async def list_models(gateway: GatewayDep, user_id: UserId) -> ModelList:
     try:
         choices = await gateway.models.choices(user_id)
     except ModelsUnavailable as error:
-        raise ApiProblem(
-            503, {"detail": f"the model list is unavailable: {error}"}, {"Retry-After": RETRY_AFTER_SECONDS}
+        raise Unavailable(
+            f"the model list is unavailable: {error}", headers={"Retry-After": RETRY_AFTER_SECONDS}
         ) from None
     return ModelList(default=choices.default, models=choices.models)

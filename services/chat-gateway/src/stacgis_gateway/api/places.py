@@ -13,17 +13,16 @@ from typing import Annotated, Any, TypeVar
 
 import httpx
 from fastapi import APIRouter, Query, Request
-from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ValidationError
 
 from stacgis_common.arguments import ArgumentError, bbox_argument
 from stacgis_common.auth import Identity, mint_for
+from stacgis_common.http_errors import RateLimited, Refusal, TimedOut, Unavailable
 
 from ..deps import Gateway, GatewayDep, UserId
 from ..ratelimit import RateLimiter
-from ..schemas import PlaceCandidate, PlaceLabel, PlaceLabels, PlaceResults, Problem, field_error
+from ..schemas import PlaceCandidate, PlaceLabel, PlaceLabels, PlaceResults, Problem
 from .mcp_proxy import McpProxy
-from .problems import ApiProblem
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/places", tags=["places"])
@@ -37,12 +36,8 @@ RETRY_AFTER_SECONDS = "2"
 Item = TypeVar("Item", bound=BaseModel)
 
 
-def _invalid(message: str) -> RequestValidationError:
-    return field_error(("query", "q"), message)
-
-
-def _unavailable(detail: str, status: int = 503) -> ApiProblem:
-    return ApiProblem(status, {"detail": detail}, {"Retry-After": RETRY_AFTER_SECONDS})
+def _unavailable(message: str, kind: type[Refusal] = Unavailable) -> Refusal:
+    return kind(message, headers={"Retry-After": RETRY_AFTER_SECONDS})
 
 
 async def _ask_vector_tools(
@@ -68,10 +63,9 @@ async def _ask_vector_tools(
     # "<route> <user>": a space never occurs in a user id, so these buckets are apart from the chat limits.
     decision = await limiter.hit(f"{route} {user_id}")
     if not decision.allowed:
-        raise ApiProblem(
-            429,
-            {"detail": f"more than {per_minute} requests a minute to the {what}; retry later"},
-            {"Retry-After": str(decision.retry_after_seconds)},
+        raise RateLimited(
+            f"more than {per_minute} requests a minute to the {what}; retry later",
+            headers={"Retry-After": str(decision.retry_after_seconds)},
         )
     proxy: McpProxy = request.app.state.mcp  # the process's pooled HTTP client for the tool servers
     try:
@@ -82,7 +76,7 @@ async def _ask_vector_tools(
             timeout=settings.place_search_timeout_seconds,
         )
     except httpx.TimeoutException:
-        raise _unavailable(f"the {what} did not answer in time", 504) from None
+        raise _unavailable(f"the {what} did not answer in time", TimedOut) from None
     except httpx.HTTPError as error:
         log.warning("place index unreachable", extra={"route": route, "error": repr(error)})
         raise _unavailable(f"the {what} is unavailable; retry shortly") from None
@@ -91,10 +85,13 @@ async def _ask_vector_tools(
     except ValueError:
         body = None
     if response.status_code == 422:
-        # vector-tools' detail starts with the argument at fault: "bbox: south (10.0) must not ...".
+        # vector-tools' places API answers {"status": "invalid", "detail"}, the detail starting with the
+        # argument at fault: "bbox: south (10.0) must not ...".
         detail = str((body.get("detail") if isinstance(body, dict) else None) or f"the {what} refused this request")
-        named = detail.partition(":")[0]
-        raise field_error(("query", named if named in params else next(iter(params))), detail)
+        named, _, rest = detail.partition(": ")
+        if named in params and rest:
+            raise ArgumentError(named, rest)
+        raise ArgumentError(next(iter(params)), detail)
     if response.status_code != 200 or not isinstance(body, dict) or not isinstance(body.get(listed), list):
         log.warning("place index failed", extra={"route": route, "status": response.status_code})
         raise _unavailable(f"the {what} failed (HTTP {response.status_code}); retry shortly")
@@ -125,9 +122,9 @@ async def search(
 ) -> PlaceResults:
     text = " ".join(q.split())
     if not text:
-        raise _invalid("q must not be blank")
+        raise ArgumentError("q", "q must not be blank")
     if "\x00" in text:
-        raise _invalid("q must not contain NUL characters")
+        raise ArgumentError("q", "q must not contain NUL characters")
     results = await _ask_vector_tools(
         request,
         gateway,
@@ -167,10 +164,7 @@ async def labels(
     ],
     limit: Annotated[int, Query(ge=1, le=MAX_LABELS, description="Most names returned")] = 100,
 ) -> PlaceLabels:
-    try:
-        box = bbox_argument(bbox)
-    except ArgumentError as error:
-        raise field_error(("query", "bbox"), str(error)) from None
+    box = bbox_argument(bbox)  # a bad box is an ArgumentError naming bbox: a 422
     found = await _ask_vector_tools(
         request,
         gateway,

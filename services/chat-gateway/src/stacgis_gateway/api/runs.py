@@ -7,16 +7,19 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Path, Query
 from sse_starlette import EventSourceResponse
+from starlette.exceptions import HTTPException
 
+from stacgis_common.arguments import ArgumentError
 from stacgis_common.auth import Identity, mint_for
+from stacgis_common.http_errors import Conflict, Missing, Unavailable, message_of
 
 from ..deps import Gateway, GatewayDep, UserId
 from ..metrics import RESUMES
 from ..orchestrator import OrchestratorError
 from ..runstore import STREAM_ID, RunMeta
-from ..schemas import ApprovalOut, ApprovalRequest, CancelOut, Problem, field_error
+from ..schemas import ApprovalOut, ApprovalRequest, CancelOut, Problem
 from ..streaming import sse_response, tail_run
-from .problems import ApiProblem, not_found
+from .errors import not_found
 
 router = APIRouter(prefix="/chat", tags=["runs"])
 
@@ -60,8 +63,7 @@ async def resume(
 ) -> EventSourceResponse:
     cursor = last_event_id or after or "0-0"
     if cursor != "0" and not STREAM_ID.match(cursor):
-        loc = ("header", "Last-Event-ID") if last_event_id else ("query", "last_event_id")
-        raise field_error(loc, "not an event id of this stream")
+        raise ArgumentError("Last-Event-ID" if last_event_id else "last_event_id", "not an event id of this stream")
     await _owned_run(gateway, run_id, user_id)
     RESUMES.inc()
     return sse_response(tail_run(gateway.hub, run_id, cursor, check_now=True))
@@ -110,22 +112,21 @@ async def answer_approval(
     try:
         answer = await gateway.orchestrator.answer_approval(approval_id, body.approved, body.reason, token)
     except OrchestratorError as error:
-        raise ApiProblem(
-            503,
-            {"detail": f"could not reach the orchestrator: {error}; retry shortly"},
-            {"Retry-After": str(ORCHESTRATOR_RETRY_AFTER_SECONDS)},
+        raise Unavailable(
+            f"could not reach the orchestrator: {error}; retry shortly",
+            headers={"Retry-After": str(ORCHESTRATOR_RETRY_AFTER_SECONDS)},
         ) from None
     if 200 <= answer.status < 300:
         return ApprovalOut(approval_id=approval_id, run_id=run_id, approved=body.approved)
-    detail = answer.body.get("detail") if isinstance(answer.body, dict) else None
+    said = message_of(answer.body)  # the orchestrator's own words (stacgis_common.http_errors)
     if answer.status == 404:
-        raise ApiProblem(404, {"detail": str(detail or "approval not found or expired")})
+        raise Missing(said or "approval not found or expired")
     if answer.status == 409:
-        raise ApiProblem(409, {"detail": str(detail or "approval already answered")})
+        raise Conflict(said or "approval already answered")
     if answer.status < 500:
-        raise ApiProblem(answer.status, {"detail": str(detail or "the orchestrator refused the answer")})
-    raise ApiProblem(
-        503,
-        {"detail": f"the orchestrator failed (HTTP {answer.status}); retry shortly"},
-        {"Retry-After": str(ORCHESTRATOR_RETRY_AFTER_SECONDS)},
+        # Any other refusal keeps the orchestrator's status (its own words when it gave them).
+        raise HTTPException(answer.status, said or "the orchestrator refused the answer")
+    raise Unavailable(
+        f"the orchestrator failed (HTTP {answer.status}); retry shortly",
+        headers={"Retry-After": str(ORCHESTRATOR_RETRY_AFTER_SECONDS)},
     )

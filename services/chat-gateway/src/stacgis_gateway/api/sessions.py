@@ -6,8 +6,10 @@ import uuid
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
-from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
+
+from stacgis_common.arguments import ArgumentError
+from stacgis_common.http_errors import Conflict
 
 from ..deps import GatewayDep, UserId
 from ..schemas import (
@@ -23,7 +25,7 @@ from ..schemas import (
     ToolCallOut,
     check_map_state,
 )
-from .problems import ApiProblem, not_found
+from .errors import not_found
 
 router = APIRouter(prefix="/chat", tags=["sessions"])
 # Far beyond any real list, and well inside Postgres' bigint OFFSET.
@@ -77,13 +79,9 @@ async def rename(session_id: uuid.UUID, body: RenameRequest, gateway: GatewayDep
     title = " ".join(body.title.split())
     limit = gateway.settings.max_title_chars
     if not title:
-        raise RequestValidationError(
-            [{"type": "value_error", "loc": ("body", "title"), "msg": "title must not be blank"}]
-        )
+        raise ArgumentError("title", "title must not be blank")
     if len(title) > limit:
-        raise RequestValidationError(
-            [{"type": "string_too_long", "loc": ("body", "title"), "msg": f"title is longer than {limit} characters"}]
-        )
+        raise ArgumentError("title", f"title is longer than {limit} characters")
     row = await gateway.store.rename_session(str(session_id), user_id, title)
     if row is None:
         raise not_found("session")
@@ -136,7 +134,7 @@ async def delete(session_id: uuid.UUID, gateway: GatewayDep, user_id: UserId) ->
         raise not_found("session")
     active = await gateway.sessions.active_run(str(session_id))
     if active is not None:
-        raise ApiProblem(409, {"detail": "cancel the session's run before deleting it", "run_id": active})
+        raise Conflict("cancel the session's run before deleting it", run_id=active)
     if not await gateway.store.delete_session(str(session_id), user_id):
         raise not_found("session")
     await gateway.sessions.forget(str(session_id))

@@ -7,13 +7,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Request, Response
-from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, Field, StrictInt
+
+from stacgis_common.http_errors import Conflict, invalid_fields
 
 from ..deps import GatewayDep, UserId
 from ..schemas import STRICT, CleanText, Problem
 from ..tokens import TokenInfo, TokenLimitReached, TokenStore
-from .problems import ApiProblem, not_found
+from .errors import not_found
 
 router = APIRouter(prefix="/tokens", tags=["access tokens"])
 
@@ -92,14 +93,14 @@ async def create_token(body: TokenCreate, request: Request, gateway: GatewayDep,
             }
         )
     if errors:
-        raise RequestValidationError(errors)
+        raise invalid_fields(errors)
     servers = sorted(set(body.servers))
     try:
         token, info = await token_store(request).create(
             user_id, body.name.strip(), servers, timedelta(days=body.expires_in_days), settings.mcp_tokens_per_user
         )
     except TokenLimitReached as error:
-        raise ApiProblem(409, {"detail": str(error)}) from None
+        raise Conflict(str(error)) from None
     return TokenCreated(**_out(info), token=token)
 
 
