@@ -18,11 +18,12 @@ import pytest_asyncio
 import redis
 from gateway_helpers import Gateways, Stream, chat, new_user, read_stream, resume, stream_id_key, user
 from redis.asyncio import Redis
+from sse_starlette.sse import AppStatus
 
-from stacgis_gateway.fanout import FINISHED, StreamHub
+from stacgis_gateway.fanout import FINISHED, Delivery, StreamHub
 from stacgis_gateway.keys import RedisKeys
 from stacgis_gateway.runstore import RunMeta, RunStore
-from stacgis_gateway.streaming import tail_run
+from stacgis_gateway.streaming import PING, tail_run
 
 
 class Hub:
@@ -114,8 +115,13 @@ async def test_a_burst_reaches_every_stream_in_one_write_in_order_each_event_enc
     ]
     burst.append((run_id, "done", {"runId": run_id, "seq": "6", "step": 1, "done": {"content": "1 2 3 4 5"}}))
     written = await hub.runs.append_batch(burst)  # one pipeline, read back by one XREAD
-    async with hub.hub.follow(run_id, "0-0") as first, hub.hub.follow(run_id, "0-0") as second:
-        one, two = await asyncio.wait_for(first.next(), 30), await asyncio.wait_for(second.next(), 30)
+
+    async def first_delivery() -> Delivery:
+        async with hub.hub.follow(run_id, "0-0") as follower:
+            return await follower.next()
+
+    # Both follow before the reader's next read (the second joins while the first sends the wake-up).
+    one, two = await asyncio.wait_for(asyncio.gather(first_delivery(), first_delivery()), 30)
     assert [entry.id for entry in one.entries] == [entry.id for entry in two.entries] == written
     # The SSE bytes of an event are made once and shared by every stream that sends it.
     assert all(a.frame is b.frame for a, b in zip(one.entries, two.entries, strict=True))
@@ -126,11 +132,34 @@ async def test_a_burst_reaches_every_stream_in_one_write_in_order_each_event_enc
 
     chunks = await asyncio.wait_for(asyncio.gather(writes(), writes()), 30)
     for sent in chunks:
+        sent = [chunk for chunk in sent if chunk != PING]  # a heartbeat may come first on a busy machine
         assert len(sent) == 1
         lines = sent[0].decode().splitlines()
         assert [line.removeprefix("id: ") for line in lines if line.startswith("id: ")] == written
         names = [line.removeprefix("event: ") for line in lines if line.startswith("event: ")]
         assert names == [event for _, event, _ in burst]
+
+
+@pytest.mark.asyncio
+async def test_streams_end_with_the_id_to_resume_from_when_the_server_is_told_to_stop(hub: Hub) -> None:
+    run_id = await hub.new_run()
+    written = await hub.append(run_id, 1)
+    stream = tail_run(hub.hub, run_id, "0-0")
+    chunks = [await asyncio.wait_for(anext(stream), 30)]
+    AppStatus.should_exit = True  # what uvicorn's exit sets (through sse-starlette)
+    try:
+        chunks += await asyncio.wait_for(_rest(stream), 5)  # ended, not left to the server's grace timeout
+    finally:
+        AppStatus.should_exit = False
+    text = b"".join(chunks).decode()
+    assert text.startswith(f"id: {written}\n") and text.endswith(
+        f": server shutting down; resume with Last-Event-ID {written}\n\n"
+    )
+    assert hub.hub.followers == 0
+
+
+async def _rest(stream: AsyncIterator[bytes]) -> list[bytes]:
+    return [chunk async for chunk in stream]
 
 
 @pytest.mark.asyncio

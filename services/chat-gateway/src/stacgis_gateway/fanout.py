@@ -23,6 +23,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
+from sse_starlette.sse import AppStatus
 
 from stacgis_common.telemetry import untraced_db_call
 
@@ -37,7 +38,10 @@ BEHIND = "behind"  # its queue overflowed: the client was too slow
 UNREADABLE = "unreadable"  # Redis could not be read
 EXPIRED = "expired"  # the run's keys are gone: nothing more will ever come
 FINISHED = "finished"  # the run is finished and everything after the cursor was delivered
+SHUTDOWN = "shutdown"  # the server is shutting down: the browser resumes on another replica
 
+# How often the server's exit flag is looked at (as sse-starlette's own watcher does).
+EXIT_POLL_SECONDS = 0.5
 # A run's liveness is checked in batches of this many keys per pipeline.
 CHECK_BATCH = 500
 
@@ -171,6 +175,7 @@ class StreamHub:
             asyncio.create_task(self._read_forever(), name="stream-reader"),
             asyncio.create_task(self._ping_forever(), name="stream-heartbeats"),
             asyncio.create_task(self._check_forever(), name="stream-liveness"),
+            asyncio.create_task(self._end_at_exit(), name="stream-exit-watch"),
         ]
         for task in self._tasks:
             task.add_done_callback(_report_crash)
@@ -295,6 +300,15 @@ class StreamHub:
                 follower.close(reason)
 
     # Timers.
+
+    async def _end_at_exit(self) -> None:
+        """End every stream once the server is told to stop (uvicorn's exit, as sse-starlette records it),
+        so open streams do not hold up its graceful shutdown; new ones are ended as they come."""
+        while not AppStatus.should_exit:  # noqa: ASYNC110 - a flag set by a signal handler, not an event
+            await asyncio.sleep(EXIT_POLL_SECONDS)
+        while True:
+            self._close_all(SHUTDOWN)
+            await asyncio.sleep(EXIT_POLL_SECONDS)
 
     async def _ping_forever(self) -> None:
         """One timer for every stream: a follower with nothing written for a heartbeat gets a ping."""

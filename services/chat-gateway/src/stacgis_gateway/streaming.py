@@ -3,6 +3,7 @@ event whose id is the entry id."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import logging
@@ -11,9 +12,10 @@ from collections.abc import AsyncIterator
 
 from prometheus_client import Counter
 from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.types import Receive, Scope, Send
 
 from .events import TERMINAL, make_event
-from .fanout import BEHIND, UNREADABLE, Delivery, StreamHub
+from .fanout import BEHIND, SHUTDOWN, UNREADABLE, Delivery, StreamHub
 from .metrics import ACTIVE_STREAMS, EVENTS_SENT, TIME_TO_FIRST_TOKEN
 
 # Longest single XREAD wait of the process's reader; quiet runs are checked at most this often too.
@@ -89,6 +91,8 @@ async def tail_run(
             elif delivery.closed == BEHIND:
                 # Closed at the last event sent: the browser resumes from it, as after any cut connection.
                 chunk += f": too far behind; resume with Last-Event-ID {after}\n\n".encode()
+            elif delivery.closed == SHUTDOWN:
+                chunk += f": server shutting down; resume with Last-Event-ID {after}\n\n".encode()
             if chunk:
                 yield bytes(chunk)
     finally:
@@ -98,12 +102,54 @@ async def tail_run(
 RUN_ID_HEADER = "X-Run-Id"
 
 
+class EventStream(EventSourceResponse):
+    """sse-starlette's response without its task group per response (three tasks, cancel scopes, a lock and
+    a timeout per send): the body is sent from the request's own task, and one small task notices the
+    client leaving. What the other tasks did is done once per process: heartbeats by the hub's timer, the
+    end of every stream at shutdown by the hub's exit watch."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        task = asyncio.current_task()
+        if scope["type"] != "http" or scope["method"] == "HEAD" or task is None:
+            await super().__call__(scope, receive, send)
+            return
+        state = {"left": False, "ended": False}
+
+        async def watch() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            if not state["ended"]:
+                state["left"] = True
+                task.cancel()
+
+        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        watcher = asyncio.create_task(watch(), name="sse-disconnect")
+        try:
+            async for chunk in self.body_iterator:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            state["ended"] = True
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except asyncio.CancelledError:
+            # The client left: the body's generator has been closed (its follower let go); nothing to send.
+            if not state["left"] or task.uncancel() > 0:
+                raise
+        finally:
+            state["ended"] = True
+            watcher.cancel()
+            # Cut off during a send, the generator still waits at its yield: close it (its follower lets go).
+            aclose = getattr(self.body_iterator, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        if self.background is not None:
+            await self.background()
+
+
 def sse_response(events: AsyncIterator[bytes], run_id: str | None = None) -> EventSourceResponse:
     headers = {"Cache-Control": "no-cache"}
     if run_id is not None:
         # A browser cut off before the first event still learns which run to resume.
         headers[RUN_ID_HEADER] = run_id
-    return EventSourceResponse(
+    return EventStream(
         events,
         headers=headers,
         ping=0,  # the hub's timer pings idle streams
