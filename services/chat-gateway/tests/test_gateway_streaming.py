@@ -237,6 +237,20 @@ async def test_a_browser_that_leaves_is_let_go_at_once_while_its_run_goes_on(gat
 
 
 @pytest.mark.asyncio
+async def test_runs_longer_than_the_slot_ttl_are_kept_alive_by_the_processs_one_timer(gateways: Gateways) -> None:
+    # The suite's gateways prune a slot (and declare its run lost) after 6 s without a refresh; these
+    # runs last about 13 s, so the process's keep-alive rounds (one pipeline for all of its runs) must
+    # refresh each of them several times.
+    async with httpx.AsyncClient() as client:
+        streams = await asyncio.gather(
+            *(chat(client, gateways.a.url, "[slow=13][deltas=5] stay", user(new_user())) for _ in range(3))
+        )
+        for stream in streams:
+            assert stream.names[0] == "session" and stream.names[-1] == "done", stream.names
+        assert (await client.get(f"{gateways.a.url}/api/v1/chat/capacity")).json()["active"] == 0
+
+
+@pytest.mark.asyncio
 async def test_model_error_ends_with_error_event_and_saves_the_partial_answer(gateways: Gateways) -> None:
     erin = new_user()
     async with httpx.AsyncClient() as client:
