@@ -111,8 +111,9 @@ class ChatRequest(BaseModel):
     )
 
 
-def _error(loc: tuple[str | int, ...], message: str, kind: str = "value_error") -> dict[str, Any]:
-    return {"type": kind, "loc": loc, "msg": message, "input": None}
+def _error(loc: tuple[str | int, ...], message: str) -> dict[str, Any]:
+    """One offending field, as `invalid_fields` reads a validation error."""
+    return {"loc": loc, "msg": message}
 
 
 def check_chat_request(request: ChatRequest, settings: GatewaySettings) -> None:
@@ -125,7 +126,6 @@ def check_chat_request(request: ChatRequest, settings: GatewaySettings) -> None:
             _error(
                 ("body", "message"),
                 f"message is {len(request.message)} characters long; at most {settings.max_message_chars} are allowed",
-                "string_too_long",
             )
         )
     if request.replace_turn is not None and request.session_id is None:

@@ -73,25 +73,13 @@ async def create_token(body: TokenCreate, request: Request, gateway: GatewayDep,
     settings = gateway.settings
     errors: list[dict[str, Any]] = []
     if not body.name.strip():
-        errors.append({"type": "value_error", "loc": ("body", "name"), "msg": "name must not be blank"})
+        errors.append({"loc": ("body", "name"), "msg": "name must not be blank"})
     known = sorted(settings.mcp_servers)
     for index, server in enumerate(body.servers):
         if server not in settings.mcp_servers:
-            errors.append(
-                {
-                    "type": "value_error",
-                    "loc": ("body", "servers", index),
-                    "msg": f"unknown MCP server; one of: {', '.join(known)}",
-                }
-            )
+            errors.append({"loc": ("body", "servers", index), "msg": f"unknown MCP server; one of: {', '.join(known)}"})
     if body.expires_in_days > settings.mcp_token_max_days:
-        errors.append(
-            {
-                "type": "less_than_equal",
-                "loc": ("body", "expires_in_days"),
-                "msg": f"at most {settings.mcp_token_max_days} days",
-            }
-        )
+        errors.append({"loc": ("body", "expires_in_days"), "msg": f"at most {settings.mcp_token_max_days} days"})
     if errors:
         raise invalid_fields(errors)
     servers = sorted(set(body.servers))
