@@ -37,6 +37,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -322,11 +323,8 @@ class GatewayRig:
 
 
 async def active_stream(client: httpx.AsyncClient, url: str, user: str, message: str) -> dict[str, Any]:
-    """One run's SSE stream: (arrival, delay) per event, the delay being arrival - XADD time in the entry id,
-    and the gaps between events."""
+    """One run's SSE stream: (arrival, delay) per event, the delay being arrival - XADD time in the entry id."""
     arrivals: list[tuple[float, float]] = []
-    gaps: list[float] = []
-    previous = None
     outcome = "no final event"
     try:
         async with client.stream(
@@ -334,7 +332,7 @@ async def active_stream(client: httpx.AsyncClient, url: str, user: str, message:
         ) as response:
             if response.status_code != 200:
                 await response.aread()
-                return {"arrivals": arrivals, "gaps": gaps, "outcome": f"HTTP {response.status_code}"}
+                return {"arrivals": arrivals, "outcome": f"HTTP {response.status_code}"}
             event_id = ""
             async for line in response.aiter_lines():
                 if line.startswith("id:"):
@@ -343,14 +341,11 @@ async def active_stream(client: httpx.AsyncClient, url: str, user: str, message:
                     name = line[6:].strip()
                     now = time.time()
                     arrivals.append((now, now - int(event_id.partition("-")[0]) / 1000))
-                    if previous is not None:
-                        gaps.append(now - previous)
-                    previous = now
                     if name in ("done", "error"):
                         outcome = name
     except httpx.HTTPError as error:
         outcome = type(error).__name__
-    return {"arrivals": arrivals, "gaps": gaps, "outcome": outcome}
+    return {"arrivals": arrivals, "outcome": outcome}
 
 
 def all_open_delays(results: list[dict[str, Any]]) -> tuple[list[float], int]:
@@ -410,7 +405,7 @@ async def bench_sse(rig: GatewayRig, levels: list[int], profile: bool) -> list[s
                 measured_cpu = [m.cpu_percent(None) for m in (process, orchestrator, client_process)]
         cpu, orchestrator_cpu, client_cpu = measured_cpu
         delays = [delay for r in results for _, delay in r["arrivals"]]
-        gaps = [g for r in results for g in r["gaps"]]
+        gaps = [later - earlier for r in results for (earlier, _), (later, _) in pairwise(r["arrivals"])]
         all_open, at_once = all_open_delays(results)
         outcomes = Counter(r["outcome"] for r in results)
         ok = outcomes.pop("done", 0)
