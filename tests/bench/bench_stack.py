@@ -393,7 +393,7 @@ async def bench_sse(rig: GatewayRig, levels: list[int], profile: bool) -> list[s
         limits = httpx.Limits(max_connections=level + 10, max_keepalive_connections=0)
         async with httpx.AsyncClient(timeout=httpx.Timeout(120, connect=30), limits=limits) as client:
             with profiled({"gateway": rig.gateway.pid}, f"sse-{level}", profile):
-                for measured in (process, orchestrator, client_process):
+                for measured in (orchestrator, client_process):
                     measured.cpu_percent(None)
                 gateway_cpu = cpu_seconds(process)
                 started = time.monotonic()
@@ -402,8 +402,8 @@ async def bench_sse(rig: GatewayRig, levels: list[int], profile: bool) -> list[s
                 )
                 elapsed = time.monotonic() - started
                 gateway_cpu = cpu_seconds(process) - gateway_cpu
-                measured_cpu = [m.cpu_percent(None) for m in (process, orchestrator, client_process)]
-        cpu, orchestrator_cpu, client_cpu = measured_cpu
+                orchestrator_cpu, client_cpu = (m.cpu_percent(None) for m in (orchestrator, client_process))
+        cpu = 100 * gateway_cpu / elapsed  # the share of one core, from the same CPU time as the per-event cost
         delays = [delay for r in results for _, delay in r["arrivals"]]
         gaps = [later - earlier for r in results for (earlier, _), (later, _) in pairwise(r["arrivals"])]
         all_open, at_once = all_open_delays(results)
