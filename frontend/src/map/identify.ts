@@ -1,3 +1,4 @@
+import { readErrorBody } from "../api/errors";
 import type { RasterOverlay } from "./mapBridge";
 
 /**
@@ -109,8 +110,8 @@ export function parseIdentify(body: unknown, target: IdentifyTarget, lng: number
 
 /** A failed answer in words: the server's own message when it gave one. */
 export function identifyError(status: number, body: unknown): string {
-  // The tile server's error body: {field, message, code}.
-  const message = isRecord(body) && typeof body.message === "string" ? body.message : null;
+  // The tile server's error body: {field, message, code}, the one body of every API here.
+  const message = readErrorBody(body)?.message ?? null;
   if (status === 504) return "The value took too long to read; try again or zoom in.";
   if (message) return message;
   if (status === 404) return "This layer's collection is not known to the tile server.";
