@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx
 import pytest
@@ -25,6 +26,7 @@ from stacgis_orchestrator.run_memory import parsed_catalog, prepare_memory
 from stacgis_orchestrator.services import SERVICE_IDENTITY, build_provider
 from stacgis_orchestrator.settings import OrchestratorSettings
 from stacgis_orchestrator.tools.catalog import ToolCatalog
+from stacgis_orchestrator.tools.mcp_client import ToolServerClient
 from stacgis_orchestrator.tools.pool import ToolPool
 from stacgis_orchestrator.tools.selection import ToolSelector
 
@@ -129,3 +131,42 @@ async def test_a_tool_call_through_the_pool_is_one_http_request(deps: AgentDeps,
     assert mcp_posts(raster) - before == 5
     assert all(not outcome.is_error for outcome in outcomes), outcomes[0].text
     assert json.loads(outcomes[0].text)["collection_id"] == "lux-dem"
+
+
+@pytest.mark.asyncio
+async def test_a_kept_output_validator_serves_only_the_schema_it_was_compiled_for() -> None:
+    from anyio import create_memory_object_stream
+    from mcp.client.session import ClientSession
+    from mcp_types import CallToolResult, Tool
+
+    def session() -> ClientSession:
+        send, receive = create_memory_object_stream[Any](1)
+        return ClientSession(receive, send)
+
+    def tool(output: str) -> Tool:
+        schema = {"type": "object", "properties": {"value": {"type": output}}, "required": ["value"]}
+        return Tool(name="measure", input_schema={"type": "object"}, output_schema=schema)
+
+    def result(value: object) -> CallToolResult:
+        return CallToolResult(content=[], structured_content={"value": value})
+
+    client = ToolServerClient("raster", "http://127.0.0.1:9/mcp")
+    try:
+        client._listed = {"measure": tool("number")}
+        first = session()
+        client._teach(first, "measure")
+        await first.validate_tool_result("measure", result(1.5))
+        compiled = first._tool_output_validators["measure"]
+        client._listed = {"measure": tool("string")}  # listed again while the call ran: a new schema
+        client._learn(first, "measure")
+        second = session()
+        client._teach(second, "measure")
+        assert "measure" not in second._tool_output_validators, "compiled for the old schema"
+        await second.validate_tool_result("measure", result("high"))
+        client._learn(second, "measure")
+        third = session()
+        client._teach(third, "measure")
+        kept = third._tool_output_validators["measure"]
+        assert kept is second._tool_output_validators["measure"] and kept is not compiled
+    finally:
+        await client.aclose()

@@ -9,9 +9,12 @@ carries into the task that sends the request.
 A fresh SDK session knows no tool, so before validating a result it lists the server's tools again:
 one more HTTP round trip per call, more than half of a call's cost over the network. A tool call's
 session is therefore given the tool as the last listing here showed it, and the output-schema
-validator compiled for it (through the session's private `_absorb_tool_listing` and
-`_tool_output_validators`: the SDK has no public way, and its version is pinned in constraints.txt;
-`test_run_start.py` fails if a call lists again).
+validator compiled for it, through the session's private `_absorb_tool_listing` and
+`_tool_output_validators` (the SDK's version is pinned in constraints.txt; `test_run_start.py`
+fails if a call lists again). The SDK's public way, a response cache shared by the sessions
+(`CacheConfig(store=...)`) that `Client.list_tools` serves the listing from, still copies and
+absorbs the whole listing and compiles the validator again on every call, and keeps the listing
+for a time to live of its own beside the pool's.
 """
 
 from __future__ import annotations
@@ -98,9 +101,9 @@ class ToolServerClient:
         self.url = url
         self.protocol: str | None = None
         # The tools of the last complete listing, and output-schema validators compiled by earlier
-        # calls with the schema each was compiled for.
+        # calls (each holds the schema it was compiled for: `Validator.schema`).
         self._listed: dict[str, Tool] = {}
-        self._validators: dict[str, tuple[dict[str, Any], Validator]] = {}
+        self._validators: dict[str, Validator] = {}
         self._http = httpx2.AsyncClient(
             auth=_CallHeaders(),
             event_hooks={"response": [_record_status]},
@@ -204,15 +207,16 @@ class ToolServerClient:
             return  # never listed here: the session lists the tools itself
         session._absorb_tool_listing(ListToolsResult(tools=[tool]), complete=False)
         known = self._validators.get(name)
-        if known is not None and tool.output_schema is not None and known[0] == tool.output_schema:
-            session._tool_output_validators[name] = known[1]
+        if known is not None and tool.output_schema is not None and known.schema == tool.output_schema:
+            session._tool_output_validators[name] = known
 
     def _learn(self, session: ClientSession, name: str) -> None:
-        """Keep the validator the session compiled (checking a schema costs far more than using it)."""
-        tool = self._listed.get(name)
+        """Keep the validator the session compiled (checking a schema costs far more than using it).
+        It is kept with the schema it holds, not the listing's: a listing during the call may have
+        changed the tool's schema."""
         validator = session._tool_output_validators.get(name)
-        if tool is not None and tool.output_schema is not None and validator is not None:
-            self._validators[name] = (tool.output_schema, validator)
+        if validator is not None:
+            self._validators[name] = validator
 
     async def aclose(self) -> None:
         await self._http.aclose()
