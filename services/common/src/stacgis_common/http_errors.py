@@ -104,13 +104,12 @@ ARGUMENT_ROWS = (
 REFUSAL_ROWS = (
     ErrorRow(Unauthenticated, 401, "unauthenticated"),
     ErrorRow(Forbidden, 403, "forbidden"),
-    ErrorRow(Missing, 404, "not_found"),
+    ErrorRow((Missing, NotFoundError), 404, "not_found"),
     ErrorRow(Conflict, 409, "conflict"),
     ErrorRow(RateLimited, 429, "rate_limited"),
     ErrorRow(UpstreamFailed, 502, "upstream_failed"),
     ErrorRow(Unavailable, 503, "unavailable"),
     ErrorRow(TimedOut, 504, "timeout"),
-    ErrorRow(NotFoundError, 404, "not_found"),
     ErrorRow(ArgumentError, 422, "invalid_argument"),
 )
 # Where a request's part is, as FastAPI/pydantic name it first in an error's `loc`.
