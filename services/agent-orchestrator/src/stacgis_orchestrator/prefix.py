@@ -40,7 +40,8 @@ def all_tools(catalog: ToolCatalog, pool: ToolPool, settings: OrchestratorSettin
     """Every available tool, sorted by name: the same list on every step of every run. Built once per
     snapshot (`snapshot_key`), so every run and step gets the same `ToolSpec` objects (whose derived
     forms are computed once) instead of rebuilding them before each model call."""
-    key = (snapshot_key(catalog, pool), id(settings), settings.place_names, settings.always_include_frontend_tools)
+    # The two settings the list is built from (the filter below and `offered_specs`).
+    key = (snapshot_key(catalog, pool), settings.place_names, settings.always_include_frontend_tools)
     cached = _OFFERED.get(catalog)
     if cached is None or cached[0] != key:
         tools = [
