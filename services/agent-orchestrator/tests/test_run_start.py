@@ -27,7 +27,7 @@ from stacgis_orchestrator.services import SERVICE_IDENTITY, build_provider
 from stacgis_orchestrator.settings import OrchestratorSettings
 from stacgis_orchestrator.tools.catalog import ToolCatalog
 from stacgis_orchestrator.tools.mcp_client import ToolServerClient
-from stacgis_orchestrator.tools.pool import ToolPool
+from stacgis_orchestrator.tools.pool import ToolPool, ToolUnavailable
 from stacgis_orchestrator.tools.selection import ToolSelector
 
 MCP_POSTS = re.compile(r'^http_server_requests_total\{[^}]*method="POST"[^}]*route="/mcp"[^}]*\} (\S+)$', re.M)
@@ -131,6 +131,28 @@ async def test_a_tool_call_through_the_pool_is_one_http_request(deps: AgentDeps,
     assert mcp_posts(raster) - before == 5
     assert all(not outcome.is_error for outcome in outcomes), outcomes[0].text
     assert json.loads(outcomes[0].text)["collection_id"] == "lux-dem"
+
+
+@pytest.mark.asyncio
+async def test_a_result_refused_by_a_schema_kept_from_before_a_redeploy_is_checked_against_a_fresh_listing_next(
+    deps: AgentDeps,
+) -> None:
+    tool = deps.pool.get("get_raster_statistics")
+    assert tool is not None
+    client = deps.pool.servers[tool.server].client
+    listed = client._listed[tool.remote_name]
+    assert listed.output_schema is not None
+    # As if raster-tools had been redeployed since the last listing: the schema kept here asks for a
+    # field its results do not have.
+    stale = {**listed.output_schema, "required": [*listed.output_schema.get("required", []), "no_such_field"]}
+    client._listed[tool.remote_name] = listed.model_copy(update={"output_schema": stale})
+    headers = run_context(deps, "elevation statistics").headers()
+    arguments = {"collection_id": "lux-dem", "bbox": [5.7, 49.4, 6.6, 50.2]}
+    with pytest.raises(ToolUnavailable, match="no_such_field"):
+        await deps.pool.call(tool, arguments, headers)
+    # The next call does not trust the kept listing until the pool lists the tools again.
+    outcome = await deps.pool.call(tool, arguments, headers)
+    assert not outcome.is_error and json.loads(outcome.text)["collection_id"] == "lux-dem"
 
 
 @pytest.mark.asyncio

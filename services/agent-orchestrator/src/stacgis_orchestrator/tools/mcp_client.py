@@ -195,20 +195,30 @@ class ToolServerClient:
 
     async def call_tool(self, name: str, arguments: dict[str, Any], headers: Mapping[str, str]) -> CallToolResult:
         async with self._session(headers) as (client, _):
-            self._teach(client.session, name)
-            result = await client.call_tool(name, arguments)
+            taught = self._teach(client.session, name)
+            try:
+                result = await client.call_tool(name, arguments)
+            except RuntimeError:
+                if taught:
+                    # A result refused by the schema kept here may come from a server redeployed with
+                    # a new one since the last listing: the next call lists the tools itself.
+                    self._listed.pop(name, None)
+                    self._validators.pop(name, None)
+                raise
             self._learn(client.session, name)
             return result
 
-    def _teach(self, session: ClientSession, name: str) -> None:
-        """Give a fresh session the tool as listed (else it lists every tool again to validate the result)."""
+    def _teach(self, session: ClientSession, name: str) -> bool:
+        """Give a fresh session the tool as listed (else it lists every tool again to validate the
+        result); False when it was never listed here, and the session lists the tools itself."""
         tool = self._listed.get(name)
         if tool is None:
-            return  # never listed here: the session lists the tools itself
+            return False
         session._absorb_tool_listing(ListToolsResult(tools=[tool]), complete=False)
         known = self._validators.get(name)
         if known is not None and tool.output_schema is not None and known.schema == tool.output_schema:
             session._tool_output_validators[name] = known
+        return True
 
     def _learn(self, session: ClientSession, name: str) -> None:
         """Keep the validator the session compiled (checking a schema costs far more than using it).
