@@ -167,29 +167,39 @@ async def test_other_bad_inputs_are_422_naming_the_field(limited: Limited) -> No
 
 @pytest.mark.asyncio
 async def test_junk_never_gets_a_500(limited: Limited) -> None:
-    junk: list[Any] = [
-        None,
-        "",
-        "null",
-        0,
-        [],
-        {"message": None},
-        {"message": ["a"]},
-        {"message": "hi", "spatial_context": 5},
-        {"message": "hi", "spatial_context": {"map_center": "here"}},
-        {"message": "hi", "spatial_context": {"map_center": {"lat": "NaN", "lon": 0}}},
-        {"message": "hi", "spatial_context": {"drawn_geometry": {"type": "Polygon", "coordinates": "x"}}},
-        {"message": "hi", "spatial_context": {"selected_feature": {"type": "Feature", "geometry": None}}},
-        {"message": "\u0000\ud7ff" * 10, "session_id": 7},
+    # Each with the field its 422 must name.
+    junk: list[tuple[Any, str]] = [
+        (None, "body"),
+        ("", "body"),
+        ("null", "body"),
+        (0, "body"),
+        ([], "body"),
+        ({"message": None}, "message"),
+        ({"message": ["a"]}, "message"),
+        ({"message": "hi", "spatial_context": 5}, "spatial_context"),
+        ({"message": "hi", "spatial_context": {"map_center": "here"}}, "spatial_context.map_center"),
+        (
+            {"message": "hi", "spatial_context": {"map_center": {"lat": "NaN", "lon": 0}}},
+            "spatial_context.map_center.lat",
+        ),
+        (
+            {"message": "hi", "spatial_context": {"drawn_geometry": {"type": "Polygon", "coordinates": "x"}}},
+            "spatial_context.drawn_geometry",
+        ),
+        (
+            {"message": "hi", "spatial_context": {"selected_feature": {"type": "Feature", "geometry": None}}},
+            "spatial_context.selected_feature",
+        ),
+        ({"message": "\u0000\ud7ff" * 10, "session_id": 7}, "message"),
     ]
     async with httpx.AsyncClient(timeout=10, headers=user("val")) as client:
-        for body in junk:
+        for body, field in junk:
             response = await client.post(
                 f"{limited.gateway.url}/api/v1/chat/stream",
                 content=json.dumps(body).encode(),
                 headers={"Content-Type": "application/json"},
             )
-            error_of(response, 422, response.json().get("field"))
+            error_of(response, 422, field)
 
 
 @pytest.mark.asyncio
