@@ -34,7 +34,6 @@ from typing import Annotated, Any
 
 import uvicorn
 from fastapi import Depends, FastAPI, HTTPException, Request
-from fastapi.responses import JSONResponse
 from google.protobuf import json_format
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
@@ -291,7 +290,7 @@ async def places(q: str, limit: int, identity: Annotated[Identity, Depends(verif
     if "broken" in q:
         raise HTTPException(500, "the place index is broken")
     if "refused" in q:
-        return JSONResponse({"status": "invalid", "detail": "q: these words are refused"}, status_code=422)
+        raise ArgumentError("q", "these words are refused")  # vector-tools' 422, in the one error body
     found = [{**place, "dataset": place["ref"].split("/")[0], "matched_by": "name"} for place in PLACES]
     results = [place for place in found if str(place["name"]).lower().startswith(q.lower())][:limit]
     return {"query": q, "results": results, "count": len(results)}
@@ -316,7 +315,7 @@ async def place_labels(bbox: str, limit: int, identity: Annotated[Identity, Depe
     if west == BROKEN_WEST:
         raise HTTPException(500, "the place index is broken")
     if west == REFUSED_WEST:
-        return JSONResponse({"status": "invalid", "detail": "limit: must be an integer from 1 to 3"}, status_code=422)
+        raise ArgumentError("limit", "must be an integer from 1 to 3")
     inside = [label for label in LABELS if south <= label["lat"] <= north and west <= label["lon"] <= east]
     return {"bbox": [west, south, east, north], "labels": inside[:limit], "count": len(inside[:limit])}
 

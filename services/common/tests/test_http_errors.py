@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from stacgis_common.arguments import ArgumentError, NotFoundError
-from stacgis_common.http_errors import ARGUMENT_ROWS, ErrorRow, ErrorTable
+from stacgis_common.http_errors import ARGUMENT_ROWS, ErrorRow, ErrorTable, reason_of
 from stacgis_common.logs import TraceContextFilter
 
 
@@ -94,3 +94,18 @@ def test_an_unexpected_error_is_a_500_logged_with_its_trace_id(caplog: pytest.Lo
 def test_an_answer_passes_through_unchanged() -> None:
     response = get("/toy/ok")
     assert response.status_code == 200 and response.json() == {"ok": True}
+
+
+@pytest.mark.parametrize("case", ["bad", "missing", "slow", "upstream"])
+def test_a_caller_reads_back_the_field_and_the_words_without_it(case: str) -> None:
+    raised = RAISED[case]
+    field = raised.argument if isinstance(raised, ArgumentError) else None
+    words = raised.detail if isinstance(raised, ArgumentError) else str(raised)
+    assert reason_of(get(f"/toy/{case}").json()) == (field, words)
+
+
+def test_a_body_without_a_message_has_no_reason() -> None:
+    assert reason_of({"detail": "q: these words"}) is None
+    assert reason_of(None) is None
+    # A message that does not start with its field is kept whole.
+    assert reason_of({"field": "q", "message": "limit: too many", "code": "x"}) == ("q", "limit: too many")

@@ -15,6 +15,7 @@ import pytest
 from raster_test_helpers import CACHE_DIR, DATA_DIR, TEST_FEATURES
 
 from stacgis_common.auth import InvalidInternalToken, verify_internal_token
+from stacgis_common.http_errors import error_body
 from stacgis_common.settings import DEV_TOKEN_SECRET
 from stacgis_common.testing import REPO_ROOT, free_port, run_service
 
@@ -53,8 +54,8 @@ class VectorFeatureServer:
                 header = self.headers.get("Authorization", "")
                 try:
                     identity = verify_internal_token(header.removeprefix("Bearer ").strip(), DEV_TOKEN_SECRET)
-                except InvalidInternalToken:
-                    self._send(401, {"detail": "invalid internal token"})
+                except InvalidInternalToken as error:
+                    self._send(401, error_body(None, f"invalid internal token: {error}", "unauthenticated"))
                     return
                 outer.seen_users.append(identity.user_id)
                 parts = self.path.strip("/").split("/")
@@ -62,7 +63,7 @@ class VectorFeatureServer:
                     TEST_FEATURES.get((parts[1], parts[2])) if len(parts) == 3 and parts[0] == "features" else None
                 )
                 if feature is None:
-                    self._send(404, {"detail": "feature not found"})
+                    self._send(404, error_body("feature_id", f"feature_id: nothing at {self.path}", "not_found"))
                 else:
                     self._send(200, feature)
 

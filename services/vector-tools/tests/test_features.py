@@ -9,7 +9,7 @@ import pytest
 import shapely
 from vector_helpers import MIN_POPULATION, intersecting, source_cities, source_countries
 
-from stacgis_common.testing import RunningService, call_tool, token_for
+from stacgis_common.testing import RunningService, call_tool, error_of, token_for
 
 
 @pytest.mark.asyncio
@@ -116,12 +116,13 @@ async def test_internal_endpoint_resolves_a_search_ref_to_the_full_geometry(
     ref = result["results"][0]["ref"]
     url = f"{vector_server.url}/features/{ref['dataset']}/{ref['id']}"
     async with httpx.AsyncClient(timeout=30) as http:
-        assert (await http.get(url)).status_code == 401
-        assert (await http.get(url, headers={"Authorization": "Bearer forged"})).status_code == 401
+        for refused in (await http.get(url), await http.get(url, headers={"Authorization": "Bearer forged"})):
+            refusal = error_of(refused, 401)
+            assert refusal["code"] == "unauthenticated" and refusal["message"].startswith("invalid internal token: ")
         response = await http.get(url, headers={"Authorization": f"Bearer {token_for('raster-tools')}"})
-        missing = await http.get(
-            f"{vector_server.url}/features/countries/NOPE", headers={"Authorization": f"Bearer {token_for('x')}"}
-        )
+        caller = {"Authorization": f"Bearer {token_for('x')}"}
+        missing = await http.get(f"{vector_server.url}/features/countries/NOPE", headers=caller)
+        no_dataset = await http.get(f"{vector_server.url}/features/rivers/{ref['id']}", headers=caller)
     assert response.status_code == 200
     feature = response.json()
     assert feature["type"] == "Feature" and feature["id"] == "CAN"
@@ -129,4 +130,5 @@ async def test_internal_endpoint_resolves_a_search_ref_to_the_full_geometry(
     source = source_countries(cache_dir)["CAN"]
     assert shapely.get_num_coordinates(geometry) == shapely.get_num_coordinates(source)
     assert geometry.symmetric_difference(source).area < 1e-6 * source.area
-    assert missing.status_code == 404
+    assert error_of(missing, 404, "feature_id")["message"] == "feature_id: dataset 'countries' has no feature 'NOPE'"
+    assert error_of(no_dataset, 404, "dataset")["message"] == f"dataset: dataset 'rivers' has no feature '{ref['id']}'"

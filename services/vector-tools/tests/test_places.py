@@ -13,7 +13,7 @@ import pytest
 import shapely
 from vector_helpers import CITIES_JSON, MIN_POPULATION, source_cities, source_countries
 
-from stacgis_common.testing import RunningService, call_tool, token_for
+from stacgis_common.testing import RunningService, call_tool, error_of, token_for
 from stacgis_vector.names import normalize_name
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -196,7 +196,8 @@ async def test_internal_endpoint_gives_the_full_boundary_and_answers_each_case(
     url = vector_server.url + "/places/resolve"
     headers = {"Authorization": f"Bearer {token_for('raster-tools')}"}
     async with httpx.AsyncClient(timeout=30) as client:
-        assert (await client.get(url, params={"place": "Luxembourg"})).status_code == 401
+        anonymous = await client.get(url, params={"place": "Luxembourg"})
+        assert error_of(anonymous, 401)["code"] == "unauthenticated"
         found = await client.get(url, params={"place": "Luxembourg"}, headers=headers)
         assert found.status_code == 200, found.text
         body = found.json()
@@ -206,12 +207,14 @@ async def test_internal_endpoint_gives_the_full_boundary_and_answers_each_case(
         assert geometry.symmetric_difference(source).area < 1e-6 * source.area + 1e-9
         name, ids = ambiguous_city_name(cache_dir)
         ambiguous = await client.get(url, params={"place": name, "dataset": "cities"}, headers=headers)
-        assert ambiguous.status_code == 409
-        assert {candidate["id"] for candidate in ambiguous.json()["candidates"]} == ids
+        conflict = error_of(ambiguous, 409, "place")
+        assert conflict["code"] == "ambiguous" and name in conflict["message"], conflict
+        assert {candidate["id"] for candidate in conflict["candidates"]} == ids
         unknown = await client.get(url, params={"place": "Atlantis Qwertyville"}, headers=headers)
-        assert unknown.status_code == 404 and "Atlantis" in unknown.json()["detail"]
+        nowhere = error_of(unknown, 404, "place")
+        assert nowhere["code"] == "not_found" and "Atlantis" in nowhere["message"], nowhere
         missing = await client.get(url, headers=headers)
-        assert missing.status_code == 422 and "place" in missing.json()["detail"]
+        assert error_of(missing, 422, "place")["code"] == "invalid_argument"
 
 
 async def test_bbox_query_by_place_uses_the_boundary(vector_server: RunningService, cache_dir: Path) -> None:
@@ -248,7 +251,7 @@ async def test_internal_place_search_gives_a_search_box_its_candidates(vector_se
     url = vector_server.url + "/places/search"
     headers = {"Authorization": f"Bearer {token_for('chat-gateway')}"}
     async with httpx.AsyncClient(timeout=30) as client:
-        assert (await client.get(url, params={"q": "Luxem"})).status_code == 401
+        assert error_of(await client.get(url, params={"q": "Luxem"}), 401)["code"] == "unauthenticated"
         found = await client.get(url, params={"q": "Luxem", "limit": 5}, headers=headers)
         assert found.status_code == 200, found.text
         results = found.json()["results"]
@@ -274,4 +277,4 @@ async def test_internal_place_search_gives_a_search_box_its_candidates(vector_se
             ({"q": "Paris", "limit": 0}, "limit"),
         ):
             bad = await client.get(url, params=params, headers=headers)
-            assert bad.status_code == 422 and bad.json()["detail"].startswith(f"{name}:"), (params, bad.text)
+            assert error_of(bad, 422, name)["code"] == "invalid_argument", params

@@ -16,7 +16,6 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.mcpserver.exceptions import ToolError
 from starlette.requests import Request
-from starlette.responses import JSONResponse
 
 from .http_errors import Unauthenticated
 from .settings import ServiceSettings
@@ -143,31 +142,16 @@ def _request_identity(request: Request, settings: ServiceSettings) -> tuple[Iden
     return verify_internal_token(token, secret, settings.internal_token_audience), token
 
 
-def _refusal(error: InvalidInternalToken) -> tuple[str, dict[str, str]]:
-    """The 401's detail and headers: the same from FastAPI handlers and plain Starlette routes."""
-    return f"invalid internal token: {error}", {"WWW-Authenticate": "Bearer"}
-
-
 def verified_identity(request: Request, settings: ServiceSettings) -> Identity:
-    """The caller the request's internal token names, or a 401 (`http_errors.Unauthenticated`)."""
+    """The caller the request's internal token names, or a 401 (`http_errors.Unauthenticated`): FastAPI
+    handlers and plain Starlette routes answer it from their error table, in the one error body."""
     try:
         identity, token = _request_identity(request, settings)
     except InvalidInternalToken as error:
-        detail, headers = _refusal(error)
-        raise Unauthenticated(detail, headers=headers) from None
+        raise Unauthenticated(f"invalid internal token: {error}", headers={"WWW-Authenticate": "Bearer"}) from None
     request.state.identity = identity
     request.state.internal_token = token
     return identity
-
-
-def token_refusal(request: Request, settings: ServiceSettings) -> JSONResponse | None:
-    """For plain Starlette routes: None when the request's internal token is valid, else the 401 response."""
-    try:
-        _request_identity(request, settings)
-    except InvalidInternalToken as error:
-        detail, headers = _refusal(error)
-        return JSONResponse({"detail": detail}, status_code=401, headers=headers)
-    return None
 
 
 def identity_dependency(settings: ServiceSettings) -> Callable[[Request], Awaitable[Identity]]:

@@ -140,6 +140,19 @@ def message_of(body: Any) -> str | None:
     return message if isinstance(message, str) and message else None
 
 
+def reason_of(body: Any) -> tuple[str | None, str] | None:
+    """The field of an error body another stacgis service answered and its message without the leading
+    "<field>: ", for a caller that names the argument its own way; None when the body has no message."""
+    message = message_of(body)
+    if message is None:
+        return None
+    named = body.get("field")
+    field = named if isinstance(named, str) and named else None
+    if field and message.startswith(prefix := f"{field}: ") and len(message) > len(prefix):
+        message = message[len(prefix) :]
+    return field, message
+
+
 class ErrorTable:
     """First matching row wins, so a subclass's row goes before its base's."""
 

@@ -10,6 +10,7 @@ from urllib.parse import quote
 import httpx
 
 from stacgis_common.arguments import ArgumentError, NotFoundError
+from stacgis_common.http_errors import reason_of
 from stacgis_raster.errors import UpstreamError
 
 MAX_PLACE_CHARS = 200
@@ -87,11 +88,13 @@ class FeatureResolver:
             body = response.json()
         except ValueError as exc:
             raise UpstreamError(f"vector-tools answered {response.status_code} with a body that is not JSON") from exc
-        detail = str(body.get("detail", "")) if isinstance(body, dict) else ""
+        # The one error body (stacgis_common.http_errors): its words, under this tool's argument name.
+        said = reason_of(body)
+        reason = said[1] if said else None
         if response.status_code == 404:
-            raise NotFoundError(argument, detail or f"unknown place {name!r}")
+            raise NotFoundError(argument, reason or f"unknown place {name!r}")
         if response.status_code in (409, 422):
-            raise ArgumentError(argument, detail or f"cannot resolve {name!r}")
+            raise ArgumentError(argument, reason or f"cannot resolve {name!r}")
         if response.status_code != 200 or not isinstance(body, dict):
             raise UpstreamError(f"vector-tools answered {response.status_code} resolving {name!r}")
         place, feature = body.get("place"), body.get("feature")

@@ -10,14 +10,15 @@ from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
+from prometheus_client import Counter
 from pydantic import Field
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from stacgis_common.arguments import ArgumentError
-from stacgis_common.auth import token_refusal
+from stacgis_common.auth import verified_identity
+from stacgis_common.http_errors import REFUSAL_ROWS, Conflict, ErrorRow, ErrorTable
 from stacgis_common.mcp_app import build_tool_server_app, compact_result, create_mcp_server
 from stacgis_common.pgvector_runtime import PgvectorRuntime
 from stacgis_vector.metrics import FEATURE_REQUESTS, PLACE_REQUESTS, observe
@@ -114,48 +115,52 @@ def register_tools(server: MCPServer[Any], runtime: Runtime, settings: VectorSet
         return json.dumps(await runtime.get().list_datasets())
 
 
+# Every answer of the internal routes but a 200 comes from this table, in the one error body
+# (stacgis_common.http_errors): a name that means nothing is a 404 there, not a bad argument's 422.
+ERRORS = ErrorTable((ErrorRow(PlaceNotFound, 404, "not_found"), *REFUSAL_ROWS), what="the vector-tools request")
+
+
 def internal_routes(runtime: Runtime, settings: VectorSettings) -> list[BaseRoute]:
     """GET /features/..., /places/resolve, /places/search and /places/labels: for other services, behind the
     internal token."""
 
+    async def answer(
+        request: Request, counted: Counter, call: Callable[[VectorService], Awaitable[Response]]
+    ) -> Response:
+        """`call`'s answer for a caller with the internal token (401 without), counted by status."""
+        try:
+            verified_identity(request, settings)
+            response = await call(runtime.get())
+        except Exception as error:  # noqa: BLE001 - the table answers every exception (unknown ones: logged 500)
+            response = ERRORS.response(error)
+        counted.labels(str(response.status_code)).inc()
+        return response
+
     async def feature_endpoint(request: Request) -> Response:
         """GET /features/{dataset}/{feature_id}: the full GeoJSON Feature, for other services only."""
-        denied = token_refusal(request, settings)
-        if denied is not None:
-            FEATURE_REQUESTS.labels("401").inc()
-            return denied
-        dataset, feature_id = request.path_params["dataset"], request.path_params["feature_id"]
-        body = await runtime.get().full_feature(dataset, feature_id)
-        if body is None:
-            FEATURE_REQUESTS.labels("404").inc()
-            return JSONResponse({"detail": f"dataset {dataset!r} has no feature {feature_id!r}"}, status_code=404)
-        FEATURE_REQUESTS.labels("200").inc()
-        return Response(body, media_type="application/geo+json")
+
+        async def feature(service: VectorService) -> Response:
+            body = await service.full_feature(request.path_params["dataset"], request.path_params["feature_id"])
+            return Response(body, media_type="application/geo+json")
+
+        return await answer(request, FEATURE_REQUESTS, feature)
 
     async def place_endpoint(request: Request) -> Response:
         """GET /places/resolve?place=...[&dataset=...]: the place meant and its full GeoJSON Feature, for other
         services. 404 unknown name (with suggestions), 409 ambiguous (with candidates), 422 bad argument."""
-        denied = token_refusal(request, settings)
-        if denied is not None:
-            PLACE_REQUESTS.labels("401").inc()
-            return denied
-        try:
-            body = await runtime.get().resolved_feature(
-                request.query_params.get("place"), request.query_params.get("dataset")
-            )
-        except AmbiguousPlace as error:
-            PLACE_REQUESTS.labels("409").inc()
-            return JSONResponse(
-                {"status": "ambiguous", "detail": error.detail, "candidates": error.candidates}, status_code=409
-            )
-        except PlaceNotFound as error:
-            PLACE_REQUESTS.labels("404").inc()
-            return JSONResponse({"status": "unknown", "detail": error.detail}, status_code=404)
-        except ArgumentError as error:
-            PLACE_REQUESTS.labels("422").inc()
-            return JSONResponse({"status": "invalid", "detail": str(error)}, status_code=422)
-        PLACE_REQUESTS.labels("200").inc()
-        return Response(body, media_type="application/json")
+
+        async def resolved(service: VectorService) -> Response:
+            try:
+                body = await service.resolved_feature(
+                    request.query_params.get("place"), request.query_params.get("dataset")
+                )
+            except AmbiguousPlace as error:
+                raise Conflict(
+                    str(error), field=error.argument, code="ambiguous", candidates=error.candidates
+                ) from None
+            return Response(body, media_type="application/json")
+
+        return await answer(request, PLACE_REQUESTS, resolved)
 
     def query_limit(request: Request) -> Any:
         raw = request.query_params.get("limit", str(settings.default_limit))
@@ -164,29 +169,23 @@ def internal_routes(runtime: Runtime, settings: VectorSettings) -> list[BaseRout
         except ValueError:
             return raw  # refused by the service, naming limit
 
-    async def answer(request: Request, call: Callable[[VectorService], Awaitable[dict[str, Any]]]) -> Response:
-        """A read for the gateway: 401 without the internal token, 422 naming the bad argument."""
-        denied = token_refusal(request, settings)
-        if denied is not None:
-            PLACE_REQUESTS.labels("401").inc()
-            return denied
-        try:
-            body = await call(runtime.get())
-        except ArgumentError as error:
-            PLACE_REQUESTS.labels("422").inc()
-            return JSONResponse({"status": "invalid", "detail": str(error)}, status_code=422)
-        PLACE_REQUESTS.labels("200").inc()
-        return JSONResponse(body)
-
     async def place_search_endpoint(request: Request) -> Response:
         """GET /places/search?q=...[&limit=...]: a search box's candidates (no geometries), for the gateway."""
         limit = query_limit(request)
-        return await answer(request, lambda service: service.search_places(request.query_params.get("q"), limit))
+
+        async def search(service: VectorService) -> Response:
+            return JSONResponse(await service.search_places(request.query_params.get("q"), limit))
+
+        return await answer(request, PLACE_REQUESTS, search)
 
     async def place_labels_endpoint(request: Request) -> Response:
         """GET /places/labels?bbox=w,s,e,n[&limit=...]: the most populous cities in a map view, for its names."""
         limit = query_limit(request)
-        return await answer(request, lambda service: service.place_labels(request.query_params.get("bbox"), limit))
+
+        async def labels(service: VectorService) -> Response:
+            return JSONResponse(await service.place_labels(request.query_params.get("bbox"), limit))
+
+        return await answer(request, PLACE_REQUESTS, labels)
 
     return [
         Route("/features/{dataset}/{feature_id}", feature_endpoint, methods=["GET"]),

@@ -15,7 +15,7 @@ import numpy as np
 import shapely
 from mcp.server.mcpserver.exceptions import ToolError
 
-from stacgis_common.arguments import ArgumentError, limit_argument, text_argument
+from stacgis_common.arguments import ArgumentError, NotFoundError, limit_argument, text_argument
 from stacgis_common.embeddings import EmbeddingError, EmbeddingsClient
 from stacgis_common.ranking import Fused, reciprocal_rank_fusion
 from stacgis_vector import places, store
@@ -271,14 +271,17 @@ class VectorService:
         """{"place": ..., "feature": full GeoJSON Feature} of a resolved place, serialised (internal endpoint)."""
         resolved = await self.resolve(place, dataset)
         feature = await self.full_feature(resolved.row["dataset"], resolved.row["id"])
-        assert feature is not None
         return f'{{"status": "resolved", "place": {json.dumps(resolved.place)}, "feature": {feature}}}'
 
-    async def full_feature(self, dataset: str, feature_id: str) -> str | None:
-        """The GeoJSON Feature with its full geometry, serialised (for the internal endpoint)."""
+    async def full_feature(self, dataset: str, feature_id: str) -> str:
+        """The GeoJSON Feature with its full geometry, serialised (for the internal endpoint); a missing
+        one names the dataset when no dataset has that id, else the feature id."""
         row = await store.feature(self.pool, dataset, feature_id)
         if row is None:
-            return None
+            known = dataset in await store.dataset_ids(self.pool)
+            raise NotFoundError(
+                "feature_id" if known else "dataset", f"dataset {dataset!r} has no feature {feature_id!r}"
+            )
         properties = {**json.loads(row["properties"]), "name": row["name"], "dataset": dataset}
         head = json.dumps(
             {"type": "Feature", "id": feature_id, "bbox": bounds_list(row["bbox"]), "properties": properties}

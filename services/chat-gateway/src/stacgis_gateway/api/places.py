@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from stacgis_common.arguments import ArgumentError, bbox_argument
 from stacgis_common.auth import Identity, mint_for
-from stacgis_common.http_errors import RateLimited, Refusal, TimedOut, Unavailable
+from stacgis_common.http_errors import RateLimited, Refusal, TimedOut, Unavailable, message_of, reason_of
 
 from ..deps import Gateway, GatewayDep, UserId
 from ..ratelimit import RateLimiter
@@ -85,13 +85,12 @@ async def _ask_vector_tools(
     except ValueError:
         body = None
     if response.status_code == 422:
-        # vector-tools' places API answers {"status": "invalid", "detail"}, the detail starting with the
-        # argument at fault: "bbox: south (10.0) must not ...".
-        detail = str((body.get("detail") if isinstance(body, dict) else None) or f"the {what} refused this request")
-        named, _, rest = detail.partition(": ")
-        if named in params and rest:
-            raise ArgumentError(named, rest)
-        raise ArgumentError(next(iter(params)), detail)
+        # vector-tools answers the one error body naming the argument at fault ("bbox", "bbox: south
+        # (10.0) must not ..."): refused here naming the same parameter, with the same words.
+        said = reason_of(body)
+        if said is not None and said[0] in params:
+            raise ArgumentError(said[0], said[1])
+        raise ArgumentError(next(iter(params)), message_of(body) or f"the {what} refused this request")
     if response.status_code != 200 or not isinstance(body, dict) or not isinstance(body.get(listed), list):
         log.warning("place index failed", extra={"route": route, "status": response.status_code})
         raise _unavailable(f"the {what} failed (HTTP {response.status_code}); retry shortly")
