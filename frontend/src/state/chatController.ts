@@ -1,4 +1,4 @@
-import { ApiClient, type SavedMapState } from "../api/client";
+import { ApiClient } from "../api/client";
 import type { AgentEvent } from "../api/agentEvents";
 import { followRun, streamChat } from "../api/chatStream";
 import {
@@ -11,13 +11,12 @@ import {
 import { QueueAbortedError, sendWithQueue } from "../api/queue";
 import { speak } from "../lib/speech";
 import { runFrontendTool } from "../map/frontendTools";
-import { whenMapReady } from "../map/mapRegistry";
+import { forgetActiveRun, readActiveRun, rememberActiveRun } from "./activeRun";
 import { isRunActive } from "./chatReducer";
 import { useChatStore } from "./chatStore";
 import { messagesFromHistory } from "./history";
-import { mapStateFromUi, uiFromMapState } from "./mapState";
-import { ACTIVE_RUN_KEY, readStorage, writeStorage } from "./storage";
-import { spatialContext, useUiStore, type UiState } from "./uiStore";
+import { restoreMapState, restoringMap, saveMapNow, startMapSaver } from "./mapSaver";
+import { spatialContext, useUiStore } from "./uiStore";
 
 /** Ties the gateway API, the chat state, the map and speech together. */
 
@@ -92,103 +91,9 @@ function detachRun(): void {
   clearTimeout(cancelTimer);
 }
 
-// A conversation's map (view, layers, selection) is saved with it on the gateway, a moment after
-// each change, and put back when the conversation is opened or the page reloaded.
-const MAP_SAVE_DELAY_MS = 800;
-let mapRestoring = false;
-let mapSaveTimer: ReturnType<typeof setTimeout> | undefined;
-let mapSaveFor: string | null = null;
-/** What was last saved (or restored) per session, so an unchanged map is not sent again. */
-const savedMaps = new Map<string, string>();
-
-function mapChanged(s: UiState, prev: UiState): boolean {
-  return (
-    s.center !== prev.center ||
-    s.zoom !== prev.zoom ||
-    s.bearing !== prev.bearing ||
-    s.overlays !== prev.overlays ||
-    s.selectedFeature !== prev.selectedFeature ||
-    s.drawnGeometry !== prev.drawnGeometry ||
-    s.basemap !== prev.basemap ||
-    s.basemapVisible !== prev.basemapVisible ||
-    s.basemapOpacity !== prev.basemapOpacity
-  );
-}
-
-function scheduleMapSave(): void {
-  const sessionId = chat().sessionId;
-  if (!sessionId || mapRestoring) return;
-  clearTimeout(mapSaveTimer);
-  mapSaveFor = sessionId;
-  mapSaveTimer = setTimeout(() => void saveMapNow(), MAP_SAVE_DELAY_MS);
-}
-
-/** Saves the map of the conversation shown now, if it changed since it was last saved. */
-async function saveMapNow(): Promise<void> {
-  clearTimeout(mapSaveTimer);
-  const sessionId = mapSaveFor;
-  mapSaveFor = null;
-  if (!sessionId || sessionId !== chat().sessionId || mapRestoring) return;
-  const state = mapStateFromUi(useUiStore.getState());
-  const text = JSON.stringify(state);
-  if (savedMaps.get(sessionId) === text) return;
-  try {
-    try {
-      await api.saveMapState(sessionId, state);
-    } catch (err) {
-      // A selection the gateway refuses (too large, say) must not cost the view and the layers.
-      if (!(err instanceof HttpError && err.status === 422)) throw err;
-      await api.saveMapState(sessionId, { ...state, selected_feature: null, drawn_geometry: null });
-    }
-    savedMaps.set(sessionId, text);
-  } catch {
-    // Not saved (offline, conversation deleted): the next change tries again.
-  }
-}
-
-let mapSaverStarted = false;
-
-/** Saves the map with the conversation whenever it changes (started once, by initialise). */
-function startMapSaver(): void {
-  if (mapSaverStarted) return;
-  mapSaverStarted = true;
-  useUiStore.subscribe((s, prev) => {
-    if (mapChanged(s, prev)) scheduleMapSave();
-  });
-  // A new conversation gets its id with its first run: its map is saved from then on.
-  useChatStore.subscribe((s, prev) => {
-    if (s.chat.sessionId !== prev.chat.sessionId) scheduleMapSave();
-  });
-}
-
-/** Puts a conversation's saved map back; one never saved keeps the map but drops the selection. */
-async function restoreMapState(sessionId: string): Promise<void> {
-  let saved: SavedMapState | null;
-  try {
-    saved = await api.mapState(sessionId);
-  } catch {
-    saved = null;
-  }
-  if (chat().sessionId !== sessionId) return;
-  if (!saved) {
-    useUiStore.getState().clearSelection();
-    return;
-  }
-  const state = saved;
-  // Layers of the same id but another conversation's source are replaced, not kept.
-  useUiStore.setState({ overlays: [] });
-  useUiStore.setState(uiFromMapState(state));
-  savedMaps.set(sessionId, JSON.stringify(mapStateFromUi(useUiStore.getState())));
-  void whenMapReady().then((map) => {
-    if (chat().sessionId !== sessionId) return;
-    const { center, zoom, bearing } = state.view;
-    map.jumpTo({ center: [center.lon, center.lat], zoom, bearing: bearing ?? 0 });
-  });
-}
-
 export async function loadSession(sessionId: string): Promise<boolean> {
   void saveMapNow(); // the conversation left keeps its latest map
-  mapRestoring = true;
+  restoringMap(true);
   try {
     const history = await api.history(sessionId);
     detachRun();
@@ -210,7 +115,7 @@ export async function loadSession(sessionId: string): Promise<boolean> {
     dispatch({ type: "notice", kind: err instanceof GatewayUnreachableError ? "unreachable" : "error", text: `Could not load the conversation: ${describe(err)}` });
     return false;
   } finally {
-    mapRestoring = false;
+    restoringMap(false);
   }
 }
 
@@ -256,23 +161,6 @@ export async function restoreSession(): Promise<void> {
   if (id) await loadSession(id);
 }
 
-interface ActiveRun {
-  runId: string;
-  sessionId: string;
-  question: string;
-}
-
-function readActiveRun(): ActiveRun | null {
-  try {
-    const value: unknown = JSON.parse(readStorage(ACTIVE_RUN_KEY) ?? "null");
-    if (!value || typeof value !== "object") return null;
-    const { runId, sessionId, question } = value as Record<string, unknown>;
-    return typeof runId === "string" && typeof sessionId === "string" && typeof question === "string" ? { runId, sessionId, question } : null;
-  } catch {
-    return null;
-  }
-}
-
 /** Folds a run's event into the chat and carries out its map commands. */
 function onRunEvent(event: AgentEvent, eventId: string | null, question: string): void {
   const before = chat();
@@ -280,8 +168,7 @@ function onRunEvent(event: AgentEvent, eventId: string | null, question: string)
   if (chat() === before) return; // a replayed event: already handled
   if (event.payload.case === "runStarted") {
     // Remembered until the run ends, so a reload follows it again.
-    const active: ActiveRun = { runId: event.runId, sessionId: event.payload.value.sessionId, question };
-    writeStorage(ACTIVE_RUN_KEY, JSON.stringify(active));
+    rememberActiveRun({ runId: event.runId, sessionId: event.payload.value.sessionId, question });
   }
   if (event.payload.case === "frontendTool") {
     const { name, arguments: args } = event.payload.value;
@@ -292,12 +179,6 @@ function onRunEvent(event: AgentEvent, eventId: string | null, question: string)
       (err: unknown) => dispatch({ type: "notice", kind: "error", text: `Map command failed: ${describe(err)}` }),
     );
   }
-}
-
-/** Forgets the remembered run once it is over (or no longer followed). */
-function forgetActiveRun(runId: string | null): void {
-  const active = readActiveRun();
-  if (active && (runId === null || active.runId === runId)) writeStorage(ACTIVE_RUN_KEY, null);
 }
 
 /**

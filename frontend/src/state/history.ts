@@ -1,6 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { HistoryMessage, HistoryToolCall } from "../api/client";
-import { chartConfigFrom } from "./chatReducer";
+import { chartConfigFrom } from "./chartArguments";
 import type { Activity, ChartSpec, UiMessage } from "./chatTypes";
 import { groundingFromJson } from "./grounding";
 
