@@ -61,9 +61,9 @@ images: setup ## build every container image with podman (docs/images.md); IMAGE
 images-setup: ## as root: install podman, mmdebstrap and the rest `make images` needs (apt), then setup
 	@STACGIS_SETUP_IMAGES=1 bash scripts/setup.sh
 
-test-images: images ## start every built image against the local Postgres and Redis and check each (tests/images)
+test-images: setup ## build every image, start each against the local Postgres and Redis and check it (tests/images; part of `make test`)
 	@$(PY) scripts/local_infra.py up --no-model-server
-	@HF_HUB_OFFLINE=1 $(VENV)/bin/pytest -p no:cacheprovider tests/images
+	@bash scripts/test-images.sh
 
 .PHONY: eval
 eval: setup ## measure the agent on the task suite (docs/eval.md); starts the stack if none answers; EVAL_ARGS="--tasks smoke"

@@ -3,6 +3,7 @@
 
     scripts/images.py build [--base auto|debian|official] [--only NAME ...] [--no-cache]
     scripts/images.py list
+    scripts/images.py check    exit 1 naming what is missing when the engine is not installed
 
 Where no container registry answers (`--base auto` tries one), the bases are made here from Debian
 packages with mmdebstrap and imported into podman, each once (an existing one is kept):
@@ -376,10 +377,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     build_parser.add_argument("--only", nargs="+", default=[], metavar="NAME", help="e.g. vector-tools frontend")
     build_parser.add_argument("--no-cache", action="store_true", help="rebuild every layer of the service images")
     commands.add_parser("list", help="the images and their references")
+    commands.add_parser("check", help="exit 1 naming what is missing when podman or mmdebstrap is not installed")
     args = parser.parse_args(argv)
     if args.command == "list":
         for image in images():
             print(f"{image.name:<20} {reference(image.name)}  ({image.dockerfile.relative_to(REPO)})")
+        return 0
+    if args.command == "check":
+        check_engine()
         return 0
     os.chdir(REPO)
     build(args.base, args.only, args.no_cache)

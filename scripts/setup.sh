@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs everything the product and its tests need, from nothing. Idempotent: each part is
 # skipped when its inputs have not changed since the last successful run.
+#   scripts/setup.sh             everything
+#   scripts/setup.sh --apt-only  only the Debian packages (as root with apt-get), e.g. with
+#                                STACGIS_SETUP_IMAGES=1 for the image engine (scripts/test-images.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STAMPS=.local/stamps
@@ -39,6 +42,7 @@ else
     command -v "$binary" >/dev/null || say "warning: $binary is missing and this is not root with apt-get: install it yourself"
   done
 fi
+[ "${1:-}" = --apt-only ] && exit 0
 
 PACKAGES=(services/common proto/python dev/model-server services/raster-tools services/vector-tools
           services/knowledge-tools services/memory-tools services/agent-orchestrator services/chat-gateway

@@ -2,7 +2,8 @@
 # Every test suite, against real servers started here. Used by `make test` and CI.
 #   scripts/test.sh           everything
 #   scripts/test.sh --quick   only the suites that need no shared stack: the service suites, the
-#                             frontend unit tests and lint (no fixed ports, no reliability suites)
+#                             frontend unit tests, lint and the container images (no fixed ports, no
+#                             reliability suites)
 # TEST_JOBS (default 2: the CPU-heavy suites time out beside more on 2 cores) bounds how many of those run at once.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -91,6 +92,10 @@ mapfile -t service_suites < <(existing services/agent-orchestrator/tests service
 set -m
 trap interrupt INT TERM
 start "lint (ruff, mypy --strict, tsc + eslint)" bash -c "make --no-print-directory lint-only"
+# The slowest job (8-10 min, about 15 on a fresh machine): build every image, then start and check
+# each against the local Postgres and Redis (tests/images: free ports, its own database, Redis db and
+# container names). It installs podman when it can, else fails naming what is missing.
+start "images (make images + tests/images)" bash scripts/test-images.sh
 for suite in "${service_suites[@]}"; do
   start "$suite" "${PYTEST[@]}" -q "$suite"
 done
