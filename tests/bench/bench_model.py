@@ -44,12 +44,11 @@ QUESTIONS = [
 ]
 
 
-def build_snapshot() -> dict[str, Any]:
-    """System prompt and tools as the orchestrator sends them (tool selection "all", catalog order)."""
+def product_tools() -> list[Any]:
+    """The product's tools (`RegisteredTool`s): the orchestrator's MCP tool catalog snapshot, its
+    frontend tools and its built-in tools, in catalog order."""
     from importlib import resources
 
-    from stacgis_orchestrator.llm.ollama import format_tools
-    from stacgis_orchestrator.prompts import system_prompt
     from stacgis_orchestrator.tools.catalog import BUILTIN_TOOLS
     from stacgis_orchestrator.tools.frontend import frontend_tools
     from stacgis_orchestrator.tools.registry import RegisteredTool
@@ -66,7 +65,15 @@ def build_snapshot() -> dict[str, Any]:
         for server, entry in catalog["servers"].items()
         for tool in entry["tools"]
     ]
-    tools += [*frontend_tools(), *BUILTIN_TOOLS]
+    return [*tools, *frontend_tools(), *BUILTIN_TOOLS]
+
+
+def build_snapshot() -> dict[str, Any]:
+    """System prompt and tools as the orchestrator sends them (tool selection "all", catalog order)."""
+    from stacgis_orchestrator.llm.ollama import format_tools
+    from stacgis_orchestrator.prompts import system_prompt
+
+    tools = product_tools()
     return {
         "note": "system prompt + every tool, as sent to the model; rebuild with bench_model.py --snapshot",
         "system": system_prompt({}),

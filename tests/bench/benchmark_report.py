@@ -24,6 +24,7 @@ BENCHES = [
     ("vector_index", "pgvector: HNSW against exact scan", "benchmarks/pgvector.md"),
     ("tool_selection", "Dynamic tool selection", "benchmarks/tool-selection.md"),
     ("model", "The embedded model: cold, warm and restarted", "benchmarks/model.md"),
+    ("model_request", "The model request: building and encoding one body", "benchmarks/model-request.md"),
 ]
 PACKAGES = [
     "fastapi",

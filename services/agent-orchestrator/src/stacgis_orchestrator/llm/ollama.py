@@ -20,18 +20,20 @@ from .types import (
     ToolSpec,
     new_call_id,
 )
+from .wire import JSON_HEADERS, encode_body, tools_json
 
 WARM_TIMEOUT_SECONDS = 900.0
 
 
+def format_tool(spec: ToolSpec) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {"name": spec.name, "description": spec.description, "parameters": spec.sanitized_parameters},
+    }
+
+
 def format_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
-    return [
-        {
-            "type": "function",
-            "function": {"name": t.name, "description": t.description, "parameters": t.sanitized_parameters},
-        }
-        for t in tools
-    ]
+    return [format_tool(t) for t in tools]
 
 
 def as_arguments_object(arguments: Any) -> dict[str, Any]:
@@ -114,7 +116,8 @@ class OllamaProvider:
             "options": options,
         }
         if tools:
-            body["tools"] = format_tools(tools)
+            # Each tool's entry encoded once (`wire`): the same bytes on every turn of every run.
+            body["tools"] = tools_json(tools, format_tool)
         if think is not None:
             body["think"] = think
         if self.keep_alive:
@@ -130,7 +133,9 @@ class OllamaProvider:
         calls: list[ToolCall] = []
         final: ModelTurn | None = None
         try:
-            async with self._client.stream("POST", "/api/chat", json=body) as response:
+            async with self._client.stream(
+                "POST", "/api/chat", content=encode_body(body), headers=JSON_HEADERS
+            ) as response:
                 if response.status_code >= 400:
                     await response.aread()
                     raise model_http_error(response.status_code, _error_text(response), model, self.base_url)
@@ -189,7 +194,9 @@ class OllamaProvider:
         # A cold prompt on a CPU takes minutes; this runs in the background, so wait for it.
         timeout = httpx.Timeout(max(self.timeout_seconds, WARM_TIMEOUT_SECONDS), connect=10.0)
         try:
-            response = await self._client.post("/api/chat", json=body, timeout=timeout)
+            response = await self._client.post(
+                "/api/chat", content=encode_body(body), headers=JSON_HEADERS, timeout=timeout
+            )
         except httpx.HTTPError as error:
             raise transport_error(error, self.base_url, timeout.read or 0) from None
         if response.status_code >= 400:

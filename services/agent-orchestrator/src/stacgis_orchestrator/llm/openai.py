@@ -21,6 +21,7 @@ from .types import (
     ToolSpec,
     new_call_id,
 )
+from .wire import JSON_HEADERS, encode_body, tools_json
 
 
 def format_messages(messages: list[Message]) -> list[dict[str, Any]]:
@@ -43,17 +44,12 @@ def format_messages(messages: list[Message]) -> list[dict[str, Any]]:
     return out
 
 
-def format_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
-    def clean(schema: dict[str, Any]) -> dict[str, Any]:
-        return {key: value for key, value in schema.items() if key != "x_requires_approval"}
-
-    return [
-        {
-            "type": "function",
-            "function": {"name": t.name, "description": t.description, "parameters": clean(t.parameters)},
-        }
-        for t in tools
-    ]
+def format_tool(spec: ToolSpec) -> dict[str, Any]:
+    parameters = {key: value for key, value in spec.parameters.items() if key != "x_requires_approval"}
+    return {
+        "type": "function",
+        "function": {"name": spec.name, "description": spec.description, "parameters": parameters},
+    }
 
 
 @dataclass
@@ -98,13 +94,7 @@ class OpenAIProvider:
         timeout = httpx.Timeout(timeout_seconds, connect=min(10.0, timeout_seconds))
         self._client = httpx.AsyncClient(base_url=base, timeout=timeout, headers=headers)
 
-    async def stream(
-        self,
-        messages: list[Message],
-        tools: list[ToolSpec],
-        model: str,
-        think: bool | None,  # noqa: ARG002 - ChatProvider's signature; the OpenAI API has no thinking switch
-    ) -> AsyncGenerator[StreamEvent, None]:
+    def _body(self, messages: list[Message], tools: list[ToolSpec], model: str) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": model,
             "messages": format_messages(messages),
@@ -112,19 +102,32 @@ class OpenAIProvider:
             "stream_options": {"include_usage": True},
         }
         if tools:
-            body["tools"] = format_tools(tools)
+            # Each tool's entry encoded once (`wire`): the same bytes on every turn of every run.
+            body["tools"] = tools_json(tools, format_tool)
             body["tool_choice"] = "auto"
         if self.temperature is not None:
             body["temperature"] = self.temperature
         if self.max_tokens is not None:
             body["max_tokens"] = self.max_tokens
+        return body
+
+    async def stream(
+        self,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        model: str,
+        think: bool | None,  # noqa: ARG002 - ChatProvider's signature; the OpenAI API has no thinking switch
+    ) -> AsyncGenerator[StreamEvent, None]:
+        body = self._body(messages, tools, model)
         content: list[str] = []
         thinking: list[str] = []
         partial: dict[int, _PartialCall] = {}
         usage: dict[str, Any] = {}
         finish = "stop"
         try:
-            async with self._client.stream("POST", self.path, json=body) as response:
+            async with self._client.stream(
+                "POST", self.path, content=encode_body(body), headers=JSON_HEADERS
+            ) as response:
                 if response.status_code >= 400:
                     await response.aread()
                     raise model_http_error(response.status_code, _error_text(response), model, self.base_url)
@@ -194,11 +197,13 @@ class OpenAIProvider:
     ) -> int | None:
         body: dict[str, Any] = {"model": model, "messages": format_messages(messages), "max_tokens": 1}
         if tools:
-            body["tools"] = format_tools(tools)
+            body["tools"] = tools_json(tools, format_tool)
             body["tool_choice"] = "auto"
         timeout = httpx.Timeout(max(self.timeout_seconds, 900.0), connect=10.0)
         try:
-            response = await self._client.post(self.path, json=body, timeout=timeout)
+            response = await self._client.post(
+                self.path, content=encode_body(body), headers=JSON_HEADERS, timeout=timeout
+            )
         except httpx.HTTPError as error:
             raise transport_error(error, self.base_url, timeout.read or 0) from None
         if response.status_code >= 400:

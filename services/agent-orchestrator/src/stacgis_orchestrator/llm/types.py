@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
 from .schema import sanitize_schema
+from .wire import encode_json
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -55,6 +57,19 @@ class ToolSpec:
     def sanitized_parameters(self) -> dict[str, Any]:
         """`parameters` as Ollama's parser accepts them (`schema.sanitize_schema`)."""
         return sanitize_schema(self.parameters)
+
+    @cached_property
+    def _encoded_forms(self) -> dict[Callable[[ToolSpec], Any], bytes]:
+        return {}
+
+    def encoded(self, form: Callable[[ToolSpec], Any]) -> bytes:
+        """`form(self)`, a provider's entry for this tool in a request, as JSON, encoded once per
+        form (`wire.tools_json`); `form` must read nothing but the spec."""
+        forms = self._encoded_forms
+        found = forms.get(form)
+        if found is None:
+            found = forms[form] = encode_json(form(self))
+        return found
 
 
 @dataclass(frozen=True)
