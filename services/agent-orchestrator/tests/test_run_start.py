@@ -21,6 +21,7 @@ from stacgis_orchestrator.context_window import ModelBudget
 from stacgis_orchestrator.events import EventSink
 from stacgis_orchestrator.model_step import ModelStep
 from stacgis_orchestrator.prefix import all_tools
+from stacgis_orchestrator.premises import catalogue_gaps
 from stacgis_orchestrator.run_context import AgentDeps, RunContext, RunInput, SpatialInput
 from stacgis_orchestrator.run_memory import parsed_catalog, prepare_memory
 from stacgis_orchestrator.services import SERVICE_IDENTITY, build_provider
@@ -76,13 +77,20 @@ async def test_the_catalogue_is_parsed_once_per_text_of_the_resource(deps: Agent
     first = run_context(deps, "mean elevation of Luxembourg")
     await prepare_memory(first, ModelStep(first))
     second = run_context(deps, "snowfall in Paris")
-    await prepare_memory(second, ModelStep(second))
+    second_memory = await prepare_memory(second, ModelStep(second))
     raw = deps.resources.raw(CATALOG_RESOURCE)
     assert raw is not None
     served = [item["id"] for item in json.loads(raw)]
     assert sorted(first.found.catalog.collections) == sorted(served) and served
     # The resource was read again for the second run (no cache time), equal: the same parsed catalogue.
     assert second.found.catalog is first.found.catalog
+    # What the catalogue lacks is found once, kept in the findings the draft review reads, and told
+    # to the model in the run's context (no collection holds snow).
+    assert first.found.catalogue_gaps == catalogue_gaps(first.run.message, first.found.catalog) == []
+    gaps = catalogue_gaps(second.run.message, second.found.catalog)
+    assert [g.kind for g in gaps] == ["variable"] and second.found.catalogue_gaps == gaps
+    context_message = second_memory.get_messages()[-2].content
+    assert gaps[0].note in context_message
     changed = json.dumps([*json.loads(raw)[:1], {"id": "new-sst", "title": "Sea surface temperature", "time": ""}])
     catalog = parsed_catalog(changed)
     assert sorted(catalog.collections) == sorted([served[0], "new-sst"])

@@ -16,7 +16,7 @@ from . import metrics
 from .grounding import ToolResultText, check_answer, extract_numbers
 from .llm.types import ToolCall, ToolSpec, new_call_id
 from .memory import ConversationMemory
-from .premises import Catalog, Gap, catalogue_gaps
+from .premises import Catalog, Gap
 from .prompts import (
     DESCRIBED_CALL,
     FAILED_CALL,
@@ -244,11 +244,11 @@ class DraftReview:
                 return placed
             unspoken = [
                 g
-                for g in catalogue_gaps(self.run.message, self.found.catalog)
+                for g in self.found.catalogue_gaps
                 if g.kind == "variable" and not any(mentions(r.text, g.missing) for r in self.found.tool_texts)
             ]
             return next((g for g in unspoken if not g.answered_by(draft)), None)
-        gaps = [*catalogue_gaps(self.run.message, self.found.catalog), *filter(None, self.found.place_gaps.values())]
+        gaps = [*self.found.catalogue_gaps, *filter(None, self.found.place_gaps.values())]
         gap = next(iter(gaps), None)
         if gap is None or not gap.answered_by(draft):
             return gap

@@ -136,6 +136,10 @@ class RunFindings:
     not_needed: list[ToolCall] = field(default_factory=list)
     # Set once a call asked for raster data (a collection_id), whether or not it succeeded.
     data_asked: bool = False
+    # What the catalogue as a whole cannot answer of the question (`premises.catalogue_gaps`), found
+    # once as the run starts (empty with the premise check off): the run's context and the draft
+    # review both read it.
+    catalogue_gaps: list[Gap] = field(default_factory=list)
     # Places of this run's calls that the question names, with what the catalogue lacks there.
     place_gaps: dict[str, Gap | None] = field(default_factory=dict)
     place_areas: dict[str, tuple[float, float, float, float]] = field(default_factory=dict)

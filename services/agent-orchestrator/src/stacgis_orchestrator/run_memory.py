@@ -32,14 +32,16 @@ async def prepare_memory(context: RunContext, model: ModelStep) -> ConversationM
     memory.add_system(system_prompt(resources, settings.place_names))
     found.catalog_text = "\n".join(resources.values())
     found.catalog = parsed_catalog(context.deps.resources.raw(CATALOG_RESOURCE))
-    gaps = catalogue_gaps(run.message, found.catalog) if settings.premise_check else []
+    found.catalogue_gaps = catalogue_gaps(run.message, found.catalog) if settings.premise_check else []
     spatial = run.spatial
     spatial_context = spatial_context_message(
         spatial.center, spatial.zoom, spatial.selected_feature, spatial.drawn_geometry
     )
     for message in consistent_history(run.history):
         memory.add(message)
-    memory.add_user(run_context_message(run.max_steps, found.memories, spatial_context, [g.note for g in gaps]))
+    memory.add_user(
+        run_context_message(run.max_steps, found.memories, spatial_context, [g.note for g in found.catalogue_gaps])
+    )
     memory.add_user(run.message)
     return memory
 
