@@ -34,7 +34,7 @@ import subprocess
 import sys
 import time
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -294,10 +294,15 @@ def frontend_dist() -> tuple[str, float]:
     return ref, time.monotonic() - started
 
 
+def image_tags(name: str, revision: str) -> list[str]:
+    """The version's tag (the one the chart and the tests use) and the revision's."""
+    return [reference(name), reference(name, revision.replace("-dirty", "")[:12])]
+
+
 def build_image(image: Image, build_args: dict[str, str], revision: str, no_cache: bool) -> Built:
     version = app_version()
-    ref = reference(image.name, version)
-    tags = [ref, reference(image.name, revision.replace("-dirty", "")[:12])]
+    tags = image_tags(image.name, revision)
+    ref = tags[0]
     before = image_facts(ref)[0] if image_exists(ref) else None
     command = [*PODMAN, "build", *build_flags(), "-f", str(image.dockerfile.relative_to(REPO))]
     for key, value in build_args.items():
@@ -349,7 +354,26 @@ def build(base: str, only: Sequence[str], no_cache: bool) -> list[Built]:
         build_image(image, python_args if image.python else frontend_args, revision, no_cache) for image in chosen
     ]
     record(results, timings, revision)
+    bases = [python_image, python_args.get("BUILDER_IMAGE", ""), *frontend_args.values()]
+    prune_replaced({*bases, *(tag for result in results for tag in image_tags(result.name, revision))})
     return results
+
+
+# A rebuild leaves the image it replaced behind (about 300 MB per changed service), under an older
+# revision's tag or none. Those older than PRUNE_AFTER are removed, so that `make test` on every
+# commit does not fill the disk; a day's margin keeps what a build running beside this one may use.
+PRUNE_AFTER = "24h"
+OWN_PREFIXES = ("localhost/stacgis/", "localhost/stacgis-")
+
+
+def prune_replaced(keep: Collection[str]) -> None:
+    """Remove this project's images older than PRUNE_AFTER but those in `keep`, then untagged ones."""
+    listed = podman("images", "--filter", f"until={PRUNE_AFTER}", "--format", "{{.Repository}}:{{.Tag}}")
+    stale = [ref for ref in listed.stdout.split() if ref.startswith(OWN_PREFIXES) and ref not in keep]
+    if stale:  # an image with another tag only loses this one; one in use by a container stays
+        podman("rmi", *stale, check=False)
+    pruned = podman("image", "prune", "--force", "--filter", f"until={PRUNE_AFTER}", check=False)
+    say(f"removed {len(stale)} older tags and {len(pruned.stdout.split())} untagged images (> {PRUNE_AFTER} old)")
 
 
 def record(results: Sequence[Built], timings: dict[str, float], revision: str) -> None:
