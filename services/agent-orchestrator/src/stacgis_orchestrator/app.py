@@ -8,12 +8,11 @@ from collections.abc import AsyncIterator
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
-from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
 from redis.exceptions import RedisError
 
-from stacgis_common.health import health_routes
-from stacgis_common.http_errors import ErrorMiddleware, Unavailable, answer_errors
-from stacgis_common.telemetry import OTEL_ASGI_OPTIONS, MetricsMiddleware, metrics_endpoint, setup_telemetry
+from stacgis_common.http_app import kernel_middleware, kernel_routes
+from stacgis_common.http_errors import Unavailable, answer_errors
+from stacgis_common.telemetry import setup_telemetry
 
 from .api import approvals, models, runs, tools
 from .api.errors import ERRORS
@@ -46,6 +45,7 @@ def create_app(settings: OrchestratorSettings) -> FastAPI:
             "Every /v1 call needs an internal token."
         ),
         lifespan=lifespan,
+        middleware=kernel_middleware(SERVICE_NAME, errors=ERRORS),
     )
 
     async def redis_ready() -> None:
@@ -65,13 +65,7 @@ def create_app(settings: OrchestratorSettings) -> FastAPI:
         message = f"the coordination store (Redis) is unavailable: {type(error).__name__}"
         return ERRORS.response(Unavailable(message, headers={"Retry-After": "5"}))
 
-    for route in health_routes({"redis": redis_ready, "model": model_ready, "tools": tools_ready}):
-        app.router.routes.append(route)
-    app.add_route("/metrics", metrics_endpoint, methods=["GET"], include_in_schema=False)
+    app.router.routes.extend(kernel_routes({"redis": redis_ready, "model": model_ready, "tools": tools_ready}))
     for api in (runs, approvals, tools, models):
         app.include_router(api.router)
-    # Innermost: what no handler answered gets the one error body (a 500 with the trace id).
-    app.add_middleware(ErrorMiddleware, table=ERRORS)
-    app.add_middleware(MetricsMiddleware, service=SERVICE_NAME)
-    app.add_middleware(OpenTelemetryMiddleware, **OTEL_ASGI_OPTIONS)
     return app

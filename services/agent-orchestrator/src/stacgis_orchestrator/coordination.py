@@ -22,6 +22,8 @@ from typing import Literal
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from stacgis_common.redis_client import redis_client
+
 log = logging.getLogger(__name__)
 
 PREFIX = "stacgis:orchestrator"
@@ -90,7 +92,7 @@ def decision_channel(approval_id: str) -> str:
 
 class Coordinator:
     def __init__(self, redis_url: str) -> None:
-        self.redis: aioredis.Redis = aioredis.Redis.from_url(redis_url, decode_responses=True)
+        self.redis: aioredis.Redis = redis_client(redis_url)
         self.replica = uuid.uuid4().hex[:12]
         self._cancel_handlers: dict[str, Callable[[], None]] = {}
         self._waiters: dict[str, asyncio.Future[Decision]] = {}

@@ -13,14 +13,12 @@ import asyncpg
 import redis.exceptions
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
-from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
-from redis.asyncio import BlockingConnectionPool, Redis
 from starlette.middleware import Middleware
-from starlette.routing import Route
 
-from stacgis_common.health import health_routes
-from stacgis_common.http_errors import ErrorMiddleware, Unavailable, answer_errors
-from stacgis_common.telemetry import OTEL_ASGI_OPTIONS, MetricsMiddleware, metrics_endpoint, setup_telemetry
+from stacgis_common.http_app import kernel_middleware, kernel_routes
+from stacgis_common.http_errors import Unavailable, answer_errors
+from stacgis_common.redis_client import redis_client
+from stacgis_common.telemetry import setup_telemetry
 
 from .api import chat, mcp_proxy, meta, models, places, runs, sessions, tokens
 from .api.errors import ERRORS
@@ -66,20 +64,15 @@ async def _open_store(settings: GatewaySettings) -> HistoryStore:
 
 async def build_gateway(settings: GatewaySettings) -> Gateway:
     keys = RedisKeys(settings.redis_key_prefix)
-    # RESP2 (the shape runstore parses). SSE streams hold no connection (the process's reader below
-    # follows every run); when the pool is exhausted a command waits for a free connection rather than
-    # failing at once.
-    pool = BlockingConnectionPool.from_url(
+    # SSE streams hold no connection (the process's reader below follows every run); when the pool is
+    # exhausted a command waits for a free connection rather than failing at once.
+    client = redis_client(
         settings.redis_url,
         max_connections=settings.redis_max_connections,
-        timeout=settings.redis_pool_timeout_seconds,
-        decode_responses=True,
-        protocol=2,
-        socket_connect_timeout=5,
+        pool_timeout_seconds=settings.redis_pool_timeout_seconds,
         socket_timeout=MAX_BLOCK_SECONDS + 10,
         health_check_interval=30,
     )
-    client: Redis = Redis.from_pool(pool)
     store = await _open_store(settings)
     session_service = SessionService(
         client,
@@ -100,14 +93,8 @@ async def build_gateway(settings: GatewaySettings) -> Gateway:
     manager = RunManager(settings, run_store, session_service, history, gate, orchestrator)
     # The process's one stream reader has a connection of its own, outside the pool: its blocking XREAD
     # never waits for a pooled connection and never holds one.
-    reader: Redis = Redis.from_url(
-        settings.redis_url,
-        decode_responses=True,
-        protocol=2,
-        single_connection_client=True,
-        client_name=f"stacgis-gateway-reader-{os.getpid()}",
-        socket_connect_timeout=5,
-        socket_timeout=MAX_BLOCK_SECONDS + 10,
+    reader = redis_client(
+        settings.redis_url, name=f"stacgis-gateway-reader-{os.getpid()}", socket_timeout=MAX_BLOCK_SECONDS + 10
     )
     hub = StreamHub(
         client,
@@ -179,9 +166,8 @@ def create_app(settings: GatewaySettings) -> FastAPI:
         openapi_url=f"{API_PREFIX}/openapi.json",
         docs_url=f"{API_PREFIX}/docs",
         redoc_url=None,
-        middleware=[
-            Middleware(OpenTelemetryMiddleware, **OTEL_ASGI_OPTIONS),
-            Middleware(MetricsMiddleware, service=SERVICE),
+        middleware=kernel_middleware(
+            SERVICE,
             Middleware(
                 BodyLimitMiddleware,
                 max_bytes=settings.max_body_bytes,
@@ -189,9 +175,8 @@ def create_app(settings: GatewaySettings) -> FastAPI:
                 deadline_seconds=settings.body_deadline_seconds,
             ),
             Middleware(CookieMiddleware),
-            # Innermost: what no handler answered gets the one error body (a 500 with the trace id).
-            Middleware(ErrorMiddleware, table=ERRORS),
-        ],
+            errors=ERRORS,
+        ),
     )
     for router in (chat.router, sessions.router, runs.router, meta.router, models.router, tokens.router, places.router):
         app.include_router(router, prefix=API_PREFIX)
@@ -216,7 +201,7 @@ def create_app(settings: GatewaySettings) -> FastAPI:
     async def check_orchestrator() -> None:
         await app.state.gateway.orchestrator.ping()
 
-    for route in health_routes({"redis": check_redis, "postgres": check_postgres, "orchestrator": check_orchestrator}):
-        app.router.routes.append(route)
-    app.router.routes.append(Route("/metrics", metrics_endpoint, methods=["GET"], include_in_schema=False))
+    app.router.routes.extend(
+        kernel_routes({"redis": check_redis, "postgres": check_postgres, "orchestrator": check_orchestrator})
+    )
     return app

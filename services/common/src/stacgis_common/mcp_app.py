@@ -16,15 +16,14 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, TextContent
-from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
 from starlette.applications import Starlette
-from starlette.middleware import Middleware
-from starlette.routing import BaseRoute, Mount, Route
+from starlette.routing import BaseRoute, Mount
 
 from .auth import InternalTokenVerifier
-from .health import Check, health_routes
+from .health import Check
+from .http_app import kernel_middleware, kernel_routes
 from .settings import ServiceSettings
-from .telemetry import OTEL_ASGI_OPTIONS, MetricsMiddleware, metrics_endpoint, setup_telemetry
+from .telemetry import setup_telemetry
 
 Lifespan = Callable[[Starlette], AbstractAsyncContextManager[None]]
 # Tool errors often quote the offending argument; a 1 MB argument must not come back as a 1 MB error.
@@ -114,20 +113,8 @@ def build_tool_server_app(
             await stack.enter_async_context(mcp_app.router.lifespan_context(mcp_app))
             yield
 
-    routes: list[BaseRoute] = [
-        *health_routes(readiness),
-        Route("/metrics", metrics_endpoint, methods=["GET"]),
-        *(extra_routes or []),
-        Mount("", app=mcp_app),
-    ]
-    return Starlette(
-        routes=routes,
-        lifespan=combined_lifespan,
-        middleware=[
-            Middleware(OpenTelemetryMiddleware, **OTEL_ASGI_OPTIONS),
-            Middleware(MetricsMiddleware, service=service),
-        ],
-    )
+    routes: list[BaseRoute] = [*kernel_routes(readiness), *(extra_routes or []), Mount("", app=mcp_app)]
+    return Starlette(routes=routes, lifespan=combined_lifespan, middleware=kernel_middleware(service))
 
 
 def serve(app: Any, settings: ServiceSettings) -> None:
