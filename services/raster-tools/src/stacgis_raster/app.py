@@ -64,7 +64,7 @@ def create_app(settings: RasterSettings) -> Starlette:
         try:
             count = len(await service.collections())
             log.info("catalog %s loaded: %d collections", settings.stac_url, count)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - served on: readiness reports the catalog until it loads
             log.error("catalog %s could not be loaded: %s", settings.stac_url, exc)
         try:
             yield
