@@ -36,7 +36,7 @@ from stacgis_common.http_errors import (
 
 from ..auth import Authenticator, AuthError, JwtAuth
 from ..config import GatewaySettings
-from ..deps import Gateway
+from ..deps import Gateway, get_gateway
 from ..ratelimit import RateLimiter
 from ..tokens import TokenRefused, TokenStore, looks_like_token
 
@@ -86,7 +86,9 @@ class McpProxy:
         return self._limiter
 
 
-def _proxy(request: Request) -> McpProxy:
+def proxy_of(request: Request) -> McpProxy:
+    """The process's MCP proxy (built at start-up beside the Gateway): its pooled HTTP client for the
+    tool servers and the access-token store."""
     proxy: McpProxy = request.app.state.mcp
     return proxy
 
@@ -178,14 +180,14 @@ async def _relay(response: httpx.Response, deadline: float, server: str) -> Asyn
 
 @router.api_route("/mcp/{server}", methods=["GET", "POST", "DELETE"])
 async def forward(server: ServerName, request: Request) -> Response:
-    proxy = _proxy(request)
+    proxy = proxy_of(request)
     settings = proxy.settings
     upstream = settings.mcp_servers.get(server)
     if upstream is None:
         known = ", ".join(sorted(settings.mcp_servers))
         raise Missing(f"unknown MCP server; one of: {known}")
     user_id = await _user(request, proxy, server)
-    gateway: Gateway = request.app.state.gateway
+    gateway = get_gateway(request)
     # "mcp <user>": a space never occurs in a user id, so this bucket is apart from the chat limits.
     decision = await proxy.limiter(gateway).hit(f"mcp {user_id}")
     if not decision.allowed:
@@ -234,7 +236,7 @@ async def forward(server: ServerName, request: Request) -> Response:
 
 def _metadata(request: Request, resource_path: str) -> Response:
     """RFC 9728 protected-resource metadata; only an auth mode with an issuer has any to give."""
-    proxy = _proxy(request)
+    proxy = proxy_of(request)
     if proxy.issuer is None:
         raise Missing("no authorization server: use a personal access token (POST /api/v1/tokens)")
     base = _base_url(request, proxy.settings)
@@ -256,6 +258,6 @@ async def resource_metadata(request: Request) -> Response:
 
 @router.get(METADATA_PATH + "/mcp/{server}")
 async def server_metadata(server: ServerName, request: Request) -> Response:
-    if server not in _proxy(request).settings.mcp_servers:
+    if server not in proxy_of(request).settings.mcp_servers:
         raise Missing("unknown MCP server")
     return _metadata(request, f"/mcp/{server}")

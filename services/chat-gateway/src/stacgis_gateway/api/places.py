@@ -22,7 +22,7 @@ from stacgis_common.http_errors import RateLimited, Refusal, TimedOut, Unavailab
 from ..deps import Gateway, GatewayDep, UserId
 from ..ratelimit import RateLimiter
 from ..schemas import PlaceCandidate, PlaceLabel, PlaceLabels, PlaceResults, Problem
-from .mcp_proxy import McpProxy
+from .mcp_proxy import proxy_of
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/places", tags=["places"])
@@ -67,7 +67,7 @@ async def _ask_vector_tools(
             f"more than {per_minute} requests a minute to the {what}; retry later",
             headers={"Retry-After": str(decision.retry_after_seconds)},
         )
-    proxy: McpProxy = request.app.state.mcp  # the process's pooled HTTP client for the tool servers
+    proxy = proxy_of(request)  # the process's pooled HTTP client for the tool servers
     try:
         response = await proxy.http.get(
             f"{base}/places/{route}",

@@ -15,6 +15,7 @@ from ..deps import GatewayDep, UserId
 from ..schemas import STRICT, CleanText, Problem
 from ..tokens import TokenInfo, TokenLimitReached, TokenStore
 from .errors import not_found
+from .mcp_proxy import proxy_of
 
 router = APIRouter(prefix="/tokens", tags=["access tokens"])
 
@@ -46,8 +47,7 @@ class TokenCreated(TokenOut):
 
 
 def token_store(request: Request) -> TokenStore:
-    store: TokenStore = request.app.state.mcp.tokens
-    return store
+    return proxy_of(request).tokens
 
 
 def _out(info: TokenInfo) -> dict[str, Any]:
