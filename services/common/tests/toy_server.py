@@ -10,7 +10,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic_settings import SettingsConfigDict
 
 from stacgis_common.auth import current_identity
-from stacgis_common.mcp_app import build_tool_server_app, create_mcp_server, serve
+from stacgis_common.http_app import serve
+from stacgis_common.mcp_app import build_tool_server_app, create_mcp_server
 from stacgis_common.settings import ServiceSettings, load_settings
 
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import uvicorn
-
+from stacgis_common.http_app import serve
 from stacgis_common.settings import load_settings
 
 from .app import create_app
@@ -12,14 +11,7 @@ from .settings import OrchestratorSettings
 
 def main() -> None:
     settings = load_settings(OrchestratorSettings)
-    uvicorn.run(
-        create_app(settings),
-        host=settings.host,
-        port=settings.port,
-        log_config=None,
-        proxy_headers=True,
-        timeout_graceful_shutdown=10,
-    )
+    serve(create_app(settings), settings)
 
 
 if __name__ == "__main__":

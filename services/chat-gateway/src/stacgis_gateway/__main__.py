@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import uvicorn
-
+from stacgis_common.http_app import serve
 from stacgis_common.settings import load_settings
 
 from .app import create_app
@@ -12,16 +11,14 @@ from .config import GatewaySettings
 
 def main() -> None:
     settings = load_settings(GatewaySettings)
-    uvicorn.run(
+    serve(
         create_app(settings),
-        host=settings.host,
-        port=settings.port,
-        log_config=None,
+        settings,
         # The peer address must stay the real one: trusted-header mode decides on it.
         proxy_headers=False,
         # httptools' C parser: h11's pure-Python one cost more per streamed chunk than the rest of a send.
         http="httptools",
-        timeout_graceful_shutdown=5,
+        graceful_seconds=5,
     )
 
 

@@ -9,7 +9,6 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-import uvicorn
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
@@ -115,14 +114,3 @@ def build_tool_server_app(
 
     routes: list[BaseRoute] = [*kernel_routes(readiness), *(extra_routes or []), Mount("", app=mcp_app)]
     return Starlette(routes=routes, lifespan=combined_lifespan, middleware=kernel_middleware(service))
-
-
-def serve(app: Any, settings: ServiceSettings) -> None:
-    uvicorn.run(
-        app,
-        host=settings.host,
-        port=settings.port,
-        log_config=None,
-        proxy_headers=True,
-        timeout_graceful_shutdown=10,
-    )

@@ -1,6 +1,6 @@
 """Run raster-tools: python -m stacgis_raster"""
 
-from stacgis_common.mcp_app import serve
+from stacgis_common.http_app import serve
 from stacgis_common.settings import load_settings
 from stacgis_raster.app import create_app
 from stacgis_raster.settings import RasterSettings
