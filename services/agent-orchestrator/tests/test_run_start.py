@@ -13,7 +13,7 @@ import pytest
 import pytest_asyncio
 
 from conftest import ToolServer
-from stacgis_common.auth import Identity, mint_for
+from stacgis_common.auth import Identity
 from stacgis_common.embeddings import embeddings_client
 from stacgis_common.testing import RunningService
 from stacgis_orchestrator.context_sources import CATALOG_RESOURCE, ResourceCache
@@ -24,7 +24,7 @@ from stacgis_orchestrator.prefix import all_tools
 from stacgis_orchestrator.premises import catalogue_gaps
 from stacgis_orchestrator.run_context import AgentDeps, RunContext, RunInput, SpatialInput
 from stacgis_orchestrator.run_memory import parsed_catalog, prepare_memory
-from stacgis_orchestrator.services import SERVICE_IDENTITY, build_provider
+from stacgis_orchestrator.services import build_provider, service_headers
 from stacgis_orchestrator.settings import OrchestratorSettings
 from stacgis_orchestrator.tools.catalog import ToolCatalog
 from stacgis_orchestrator.tools.mcp_client import ToolServerClient
@@ -43,7 +43,7 @@ async def deps(model_server: RunningService, raster: ToolServer, memory: ToolSer
         embedding_base_url=model_server.url,
         resource_cache_seconds=0,  # every run reads the resources again, as a changed catalogue would be
     )
-    pool = ToolPool(settings, lambda: {"Authorization": f"Bearer {mint_for(settings, SERVICE_IDENTITY)}"})
+    pool = ToolPool(settings, lambda: service_headers(settings))
     await pool.start()
     embeddings = embeddings_client(settings)
     provider = build_provider(settings)

@@ -29,6 +29,12 @@ log = logging.getLogger(__name__)
 SERVICE_IDENTITY = Identity(user_id="service:agent-orchestrator")
 
 
+def service_headers(settings: OrchestratorSettings) -> dict[str, str]:
+    """Headers of a call the orchestrator makes for itself (listings, the prefix warm-up), not for a
+    run: a fresh internal token of its own identity."""
+    return {"Authorization": f"Bearer {mint_for(settings, SERVICE_IDENTITY)}"}
+
+
 def build_provider(settings: OrchestratorSettings) -> ChatProvider:
     if settings.llm_provider == "openai":
         return OpenAIProvider(
@@ -65,7 +71,7 @@ class Services(AgentDeps):
     async def start(cls, settings: OrchestratorSettings) -> Services:
         coordinator = Coordinator(settings.redis_url)
         await coordinator.start()
-        pool = ToolPool(settings, lambda: {"Authorization": f"Bearer {mint_for(settings, SERVICE_IDENTITY)}"})
+        pool = ToolPool(settings, lambda: service_headers(settings))
         await pool.start()
         embeddings = embeddings_client(settings)
         catalog = ToolCatalog(pool, settings)
@@ -98,7 +104,7 @@ class Services(AgentDeps):
                     pool,
                     services.resources,
                     services.budget,
-                    {"Authorization": f"Bearer {mint_for(settings, SERVICE_IDENTITY)}"},
+                    service_headers(settings),
                     services.tools_listed,
                 ),
                 name="prompt-prefix-warmup",

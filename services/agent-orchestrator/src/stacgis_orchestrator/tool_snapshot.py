@@ -14,9 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from stacgis_common.auth import mint_for
-
-from .services import SERVICE_IDENTITY
+from .services import service_headers
 from .settings import OrchestratorSettings
 from .tools.mcp_client import ToolServerClient, ToolServerError
 
@@ -24,7 +22,7 @@ DEFAULT_OUT = Path(__file__).parent / "data" / "tool_catalog.json"
 
 
 async def list_live(servers: dict[str, str], settings: OrchestratorSettings) -> dict[str, list[dict[str, Any]] | str]:
-    headers = {"Authorization": f"Bearer {mint_for(settings, SERVICE_IDENTITY)}"}
+    headers = service_headers(settings)
     found: dict[str, list[dict[str, Any]] | str] = {}
     for name, url in servers.items():
         client = ToolServerClient(name, url)
