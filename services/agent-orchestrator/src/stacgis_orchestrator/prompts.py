@@ -6,6 +6,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from stacgis_common.geojson import positions
+
 from .result_shaping import shape_result
 
 # Read by a small model on every cold start: short, direct rules. Nothing here may vary per run or
@@ -249,19 +251,7 @@ def parse_memories(text: str) -> list[str]:
 
 def _geometry_summary(geometry: dict[str, Any]) -> str:
     kind = geometry.get("type", "geometry")
-    coordinates: list[Any] = []
-
-    def walk(value: Any) -> None:
-        if isinstance(value, list) and len(value) >= 2 and all(isinstance(v, int | float) for v in value[:2]):
-            coordinates.append(value[:2])
-        elif isinstance(value, list):
-            for item in value:
-                walk(item)
-
-    walk(geometry.get("coordinates"))
-    for member in geometry.get("geometries", []) or []:
-        if isinstance(member, dict):
-            walk(member.get("coordinates"))
+    coordinates = positions(geometry)
     if not coordinates:
         return str(kind)
     lons = [c[0] for c in coordinates]

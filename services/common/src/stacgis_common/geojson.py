@@ -1,9 +1,11 @@
 """GeoJSON checks of a spatial context (a selected feature, a drawn geometry): structure (geojson-pydantic) and
-WGS84 coordinate ranges; the gateway and the orchestrator check requests with the same rules."""
+WGS84 coordinate ranges; the gateway and the orchestrator check requests with the same rules. Also the one
+reader of a geometry's positions."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from geojson_pydantic import Feature
@@ -31,6 +33,25 @@ def _check_positions(coordinates: Any, path: str) -> None:
     if isinstance(coordinates, (list, tuple)):
         for index, item in enumerate(coordinates):
             _check_positions(item, f"{path}.{index}")
+
+
+def positions(geometry: Mapping[str, Any]) -> list[list[float]]:
+    """Every position's [x, y] of a geometry, its GeometryCollection members' too, in order, numbers as
+    given; what is not a position is skipped (a summary or a bounding box of what can be read)."""
+    found: list[list[float]] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, list) and len(value) >= 2 and all(isinstance(v, int | float) for v in value[:2]):
+            found.append(value[:2])
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(geometry.get("coordinates"))
+    for member in geometry.get("geometries") or []:
+        if isinstance(member, Mapping):
+            walk(member.get("coordinates"))
+    return found
 
 
 def _check_geometry_ranges(geometry: dict[str, Any], path: str) -> None:

@@ -14,6 +14,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from stacgis_common.geojson import positions
+
 from .gazetteer import PlaceError, resolve_place
 from .pool import ToolPool
 from .registry import RegisteredTool
@@ -34,21 +36,9 @@ NO_USER_SHAPE = "name the place instead (e.g. place: 'Luxembourg'), or leave pla
 
 def _bounds(geometry: Mapping[str, Any]) -> tuple[float, float, float, float] | None:
     """[west, south, east, north] of a GeoJSON geometry's coordinates (None if it has none)."""
-    xs: list[float] = []
-    ys: list[float] = []
-
-    def walk(value: Any) -> None:
-        if isinstance(value, list) and len(value) >= 2 and all(isinstance(v, int | float) for v in value[:2]):
-            xs.append(float(value[0]))
-            ys.append(float(value[1]))
-        elif isinstance(value, list):
-            for item in value:
-                walk(item)
-
-    walk(geometry.get("coordinates"))
-    for member in geometry.get("geometries") or []:
-        if isinstance(member, Mapping):
-            walk(member.get("coordinates"))
+    found = positions(geometry)
+    xs = [float(x) for x, _ in found]
+    ys = [float(y) for _, y in found]
     if not xs:
         return None
     return min(xs), min(ys), max(xs), max(ys)
