@@ -354,7 +354,10 @@ def build(base: str, only: Sequence[str], no_cache: bool) -> list[Built]:
         build_image(image, python_args if image.python else frontend_args, revision, no_cache) for image in chosen
     ]
     record(results, timings, revision)
+    # Kept beside this run's bases and tags: every image's version tag and the Debian bases, which a
+    # build with `--only` or `--base official` did not use but the chart, the tests and the next build do.
     bases = [python_image, python_args.get("BUILDER_IMAGE", ""), *frontend_args.values()]
+    bases += [PYTHON_BASE, nginx_base_reference(), *(reference(image.name) for image in images())]
     prune_replaced({*bases, *(tag for result in results for tag in image_tags(result.name, revision))})
     return results
 
