@@ -19,7 +19,7 @@ from typing import Any
 
 import asyncpg
 
-from stacgis_common.arguments import ArgumentError
+from stacgis_common.arguments import ArgumentError, NotFoundError
 from stacgis_vector import store
 from stacgis_vector.geometry import bounds_list
 from stacgis_vector.names import normalize_name
@@ -33,7 +33,7 @@ MAX_MATCHES = 200
 MAX_CANDIDATES = 8
 
 
-class PlaceNotFound(ArgumentError):
+class PlaceNotFound(NotFoundError):
     """No feature has this name; `suggestions` are near names, for the caller to choose from or not."""
 
     def __init__(self, argument: str, message: str, suggestions: list[dict[str, Any]]) -> None:

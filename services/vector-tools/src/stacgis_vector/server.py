@@ -18,11 +18,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from stacgis_common.auth import verified_identity
-from stacgis_common.http_errors import REFUSAL_ROWS, Conflict, ErrorRow, ErrorTable
+from stacgis_common.http_errors import REFUSAL_ROWS, Conflict, ErrorTable
 from stacgis_common.mcp_app import build_tool_server_app, compact_result, create_mcp_server
 from stacgis_common.pgvector_runtime import PgvectorRuntime
 from stacgis_vector.metrics import FEATURE_REQUESTS, PLACE_REQUESTS, observe
-from stacgis_vector.places import AmbiguousPlace, PlaceNotFound
+from stacgis_vector.places import AmbiguousPlace
 from stacgis_vector.service import VectorService
 from stacgis_vector.settings import VectorSettings
 from stacgis_vector.store import EMBEDDINGS
@@ -116,8 +116,8 @@ def register_tools(server: MCPServer[Any], runtime: Runtime, settings: VectorSet
 
 
 # Every answer of the internal routes but a 200 comes from this table, in the one error body
-# (stacgis_common.http_errors): a name that means nothing is a 404 there, not a bad argument's 422.
-ERRORS = ErrorTable((ErrorRow(PlaceNotFound, 404, "not_found"), *REFUSAL_ROWS), what="the vector-tools request")
+# (stacgis_common.http_errors): a name that means nothing (a NotFoundError) is a 404 there.
+ERRORS = ErrorTable(REFUSAL_ROWS, what="the vector-tools request")
 
 
 def internal_routes(runtime: Runtime, settings: VectorSettings) -> list[BaseRoute]:
