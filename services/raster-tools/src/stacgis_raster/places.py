@@ -15,17 +15,27 @@ from stacgis_common.arguments import ArgumentError, NotFoundError
 from stacgis_raster.features import FeatureResolver, ResolvedPlace
 from stacgis_raster.reads import Area
 from stacgis_raster.settings import RasterSettings
-from stacgis_raster.validation import check_lon_lat, is_feature_reference, parse_bbox, parse_geojson_geometry
+from stacgis_raster.tool_args import (
+    AreaArg,
+    BoxArea,
+    FeatureRef,
+    GeometryArea,
+    LonLat,
+    PlaceName,
+    PointArg,
+    ZeroSizeBox,
+)
+from stacgis_raster.validation import check_lon_lat, parse_geojson_geometry
 
 
 class PlaceArguments:
-    """The place, bbox, geometry and lon/lat arguments of the tools, read into an area or a point
-    (RasterService is one; its scene tools use these through it)."""
+    """The place, bbox, geometry and lon/lat arguments of the tools (parsed in `tool_args`) read into
+    an area or a point (RasterService is one; its scene tools use these through it)."""
 
     settings: RasterSettings
     resolver: FeatureResolver
 
-    async def place_area(self, place: Any, token: Callable[[], str]) -> tuple[Area, dict[str, Any]]:
+    async def place_area(self, place: str, token: Callable[[], str]) -> tuple[Area, dict[str, Any]]:
         """A named place's area: a country's or state's real boundary, or a circle around a city."""
         resolved = await self.resolver.place(place, "place", token())
         info = dict(resolved.place)
@@ -41,7 +51,7 @@ class PlaceArguments:
         info["used"] = "boundary"
         return Area(geom, "place", "place", info["ref"]), info
 
-    async def place_point(self, place: Any, token: Callable[[], str]) -> tuple[float, float, dict[str, Any]]:
+    async def place_point(self, place: str, token: Callable[[], str]) -> tuple[float, float, dict[str, Any]]:
         """A named city's point. A name that means an area first ("Luxembourg", the country) means its
         city of that name when there is one; an area alone is refused (one value needs one spot)."""
         resolved = await self.resolver.place(place, "place", token())
@@ -68,44 +78,44 @@ class PlaceArguments:
         return x, y, info
 
     async def located_point(
-        self, place: Any, lon: Any, lat: Any, token: Callable[[], str] | None
+        self, where: PointArg, token: Callable[[], str]
     ) -> tuple[float, float, dict[str, Any] | None]:
-        """The point of `place` when given (lon/lat then ignored, and said so), else lon/lat."""
-        if place is not None and token is not None:
-            x, y, info = await self.place_point(place, token)
-            if lon is not None or lat is not None:
-                info["note"] = "place used; lon/lat ignored"
-            return x, y, info
-        if lon is None or lat is None:
-            raise ArgumentError("place", "give place (a city name, e.g. 'Nairobi') or both lon and lat")
-        x, y = check_lon_lat(lon, lat)
-        return x, y, None
+        """The point of a place (lon/lat given with it ignored, and said so), or the lon/lat given."""
+        if isinstance(where, LonLat):
+            return where.lon, where.lat, None
+        x, y, info = await self.place_point(where.name, token)
+        if where.ignored:
+            info["note"] = "place used; lon/lat ignored"
+        return x, y, info
 
     async def located_area(
-        self, place: Any, bbox: Any, geometry: Any, token: Callable[[], str], bbox_allowed: bool = True
+        self, where: AreaArg | None, token: Callable[[], str], bbox_allowed: bool = True
     ) -> tuple[Area, dict[str, Any] | None]:
-        """The area of `place` when given (bbox/geometry then ignored, and said so), else bbox or geometry."""
-        if place is None:
-            return await self.area(bbox, geometry, token=token, bbox_allowed=bbox_allowed), None
-        area, info = await self.place_area(place, token)
-        ignored = [name for name, value in (("bbox", bbox), ("geometry", geometry)) if value is not None]
-        if ignored:
-            info["note"] = f"place used; {' and '.join(ignored)} ignored"
+        """The area of a place (bbox/geometry given with it ignored, and said so), else of the bbox or geometry."""
+        if not isinstance(where, PlaceName):
+            return await self.area(where, token, bbox_allowed), None
+        area, info = await self.place_area(where.name, token)
+        if where.ignored:
+            info["note"] = f"place used; {' and '.join(where.ignored)} ignored"
         return area, info
 
-    async def area(self, bbox: Any, geometry: Any, *, token: Callable[[], str], bbox_allowed: bool = True) -> Area:
-        if bbox is not None and geometry is not None:
-            raise ArgumentError("geometry", "give either bbox or geometry, not both")
-        if geometry is not None:
-            if is_feature_reference(geometry):
-                resolved = await self.resolver.geometry(geometry, "geometry", token())
-                geom = parse_geojson_geometry(resolved, "geometry", max_vertices=self.settings.max_geometry_vertices)
-                return Area(geom, "feature", "geometry", {"dataset": geometry["dataset"], "id": geometry["id"]})
-            geom = parse_geojson_geometry(geometry, "geometry", max_vertices=self.settings.max_geometry_vertices)
-            return Area(geom, "geometry", "geometry", geom.geom_type)
-        if bbox is not None and bbox_allowed:
-            parsed = parse_bbox(bbox)
-            return Area(box(*parsed), "bbox", "bbox", list(parsed))
+    async def area(
+        self,
+        where: BoxArea | ZeroSizeBox | GeometryArea | FeatureRef | None,
+        token: Callable[[], str],
+        bbox_allowed: bool = True,
+    ) -> Area:
+        if isinstance(where, FeatureRef):
+            reference = {"dataset": where.dataset, "id": where.feature_id}
+            resolved = await self.resolver.geometry(reference, "geometry", token())
+            geom = parse_geojson_geometry(resolved, "geometry", max_vertices=self.settings.max_geometry_vertices)
+            return Area(geom, "feature", "geometry", reference)
+        if isinstance(where, GeometryArea):
+            return Area(where.geometry, "geometry", "geometry", where.geometry.geom_type)
+        if where is not None and bbox_allowed:
+            # A box of zero size is refused here, as the bbox it is.
+            bbox = where.bbox if isinstance(where, BoxArea) else where.as_bbox()
+            return Area(box(*bbox), "bbox", "bbox", list(bbox))
         wanted = "place, bbox or geometry" if bbox_allowed else "place or geometry"
         raise ArgumentError(
             "place",

@@ -13,7 +13,7 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 import rasterio
@@ -30,7 +30,8 @@ from stacgis_raster import expressions, rasterops
 from stacgis_raster.reads import Area, ReadLimits
 from stacgis_raster.records import CubeFormat
 
-COMPOSITES = ("median", "mean", "max", "min", "latest")
+Composite = Literal["median", "mean", "max", "min", "latest"]
+COMPOSITES: tuple[Composite, ...] = get_args(Composite)
 
 
 @dataclass(frozen=True)

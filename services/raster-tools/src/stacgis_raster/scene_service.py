@@ -18,6 +18,7 @@ from stacgis_common.arguments import ArgumentError
 from stacgis_raster import expressions, scene_reads
 from stacgis_raster.reads import Area
 from stacgis_raster.records import CollectionRecord, ItemRecord
+from stacgis_raster.scene_reads import Composite
 from stacgis_raster.scene_results import (
     item_search_json,
     scene_head,
@@ -26,23 +27,13 @@ from stacgis_raster.scene_results import (
     scene_statistics_json,
     scene_timeseries_json,
 )
-from stacgis_raster.selection import STATISTIC_WORDS, interval_for, select_band, series_interval
+from stacgis_raster.selection import STATISTIC_WORDS, interval_for, select_band
 from stacgis_raster.service import RasterService
-from stacgis_raster.validation import TimeInterval
-
-SORTS = ("datetime", "-datetime", "cloud_cover", "-cloud_cover")
-MAX_PAGE_SIZE = 100
+from stacgis_raster.tool_args import AreaArg, Band, BoxArea, Period, PlaceName, PointArg, SortOrder
+from stacgis_raster.validation import TimeInterval, parse_bbox
 
 
-def _cloud_limit(value: Any) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 100:
-        raise ArgumentError("max_cloud_cover", "expected a percentage from 0 to 100")
-    return float(value)
-
-
-def _sort_key(sortby: str) -> Callable[[ItemRecord], tuple[float, str]]:
+def _sort_key(sortby: SortOrder) -> Callable[[ItemRecord], tuple[float, str]]:
     field = sortby.lstrip("-")
 
     def key(item: ItemRecord) -> tuple[float, str]:
@@ -51,12 +42,6 @@ def _sort_key(sortby: str) -> Callable[[ItemRecord], tuple[float, str]]:
         return ((item.start or dt.datetime.min.replace(tzinfo=dt.UTC)).timestamp(), item.id)
 
     return key
-
-
-def _flag(value: Any, argument: str) -> bool:
-    if not isinstance(value, bool):
-        raise ArgumentError(argument, "expected true or false")
-    return value
 
 
 def scene_items(
@@ -106,7 +91,7 @@ class SceneService:
         self.raster = raster
         self.max_items = raster.settings.scene_max_items
 
-    async def _scene_collection(self, collection_id: Any) -> CollectionRecord:
+    async def _scene_collection(self, collection_id: str) -> CollectionRecord:
         record = await self.raster.collection(collection_id, scenes=True)
         if not record.scenes:
             raise ArgumentError(
@@ -117,11 +102,10 @@ class SceneService:
         return record
 
     async def _matching(
-        self, record: CollectionRecord, area: Area | None, datetime: Any, max_cloud_cover: Any
+        self, record: CollectionRecord, area: Area | None, period: Period | None, cloud: float | None
     ) -> tuple[list[ItemRecord], bool, TimeInterval | None]:
         """Items of `record` in the area and period under the cloud limit, and whether the cap cut the list."""
-        cloud = _cloud_limit(max_cloud_cover)
-        interval = interval_for(record, datetime)
+        interval = interval_for(record, period)
         bounds = area.geometry.bounds if area is not None else None
         found = await self.raster.run(self.raster.source.items, record, interval, bounds, self.max_items + 1)
         capped = len(found) > self.max_items
@@ -139,40 +123,32 @@ class SceneService:
         return found, capped, interval
 
     async def _area(
-        self, place: Any, bbox: Any, geometry: Any, token: Callable[[], str], record: CollectionRecord
+        self, where: AreaArg | None, token: Callable[[], str], record: CollectionRecord
     ) -> tuple[Area, dict[str, Any] | None]:
-        if place is None and bbox is None and geometry is None:
+        if where is None:
             if record.bbox is None:
                 raise ArgumentError("place", "give place, bbox or geometry")
-            bbox = list(record.bbox)
-        return await self.raster.located_area(place, bbox, geometry, token)
+            where = BoxArea(parse_bbox(record.bbox))
+        return await self.raster.located_area(where, token)
 
     async def search(
         self,
-        collection_id: Any,
+        collection_id: str,
         token: Callable[[], str],
         *,
-        place: Any = None,
-        bbox: Any = None,
-        geometry: Any = None,
-        datetime: Any = None,
-        max_cloud_cover: Any = None,
-        sortby: Any = None,
-        limit: Any = 10,
-        page: Any = 1,
+        where: AreaArg | None = None,
+        period: Period | None = None,
+        max_cloud_cover: float | None = None,
+        sortby: SortOrder | None = None,
+        limit: int = 10,
+        page: int = 1,
     ) -> dict[str, Any]:
         record = await self._scene_collection(collection_id)
-        if sortby is not None and sortby not in SORTS:
-            raise ArgumentError("sortby", f"expected one of {', '.join(SORTS)}")
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE_SIZE:
-            raise ArgumentError("limit", f"expected a whole number from 1 to {MAX_PAGE_SIZE}")
-        if isinstance(page, bool) or not isinstance(page, int) or page < 1:
-            raise ArgumentError("page", "expected a page number from 1")
         area: Area | None = None
         place_info = None
-        if place is not None or bbox is not None or geometry is not None:
-            area, place_info = await self.raster.located_area(place, bbox, geometry, token)
-        found, capped, interval = await self._matching(record, area, datetime, max_cloud_cover)
+        if where is not None:
+            area, place_info = await self.raster.located_area(where, token)
+        found, capped, interval = await self._matching(record, area, period, max_cloud_cover)
         if sortby:
             found.sort(key=_sort_key(sortby), reverse=sortby.startswith("-"))
         pages = max(1, -(-len(found) // limit))
@@ -189,29 +165,27 @@ class SceneService:
             max_items=self.max_items,
             place_info=place_info,
             interval=interval,
-            datetime_given=datetime is not None,
+            datetime_given=period is not None,
         )
 
     async def _prepared(
         self,
-        collection_id: Any,
-        expression: Any,
-        place: Any,
-        bbox: Any,
-        geometry: Any,
-        datetime: Any,
-        max_cloud_cover: Any,
+        collection_id: str,
+        expression: str,
+        where: AreaArg | None,
+        period: Period | None,
+        max_cloud_cover: float | None,
         token: Callable[[], str],
     ) -> tuple[CollectionRecord, expressions.Expression, Area, dict[str, Any] | None, list[ItemRecord], bool]:
         record = await self._scene_collection(collection_id)
         parsed = expressions.parse(expression, record.asset_bands, record.id)
-        area, place_info = await self._area(place, bbox, geometry, token, record)
-        items, capped, _ = await self._matching(record, area, datetime, max_cloud_cover)
+        area, place_info = await self._area(where, token, record)
+        items, capped, _ = await self._matching(record, area, period, max_cloud_cover)
         if not items:
             raise ArgumentError(
-                "datetime" if datetime is not None else "place" if place is not None else "bbox",
+                "datetime" if period is not None else "place" if isinstance(where, PlaceName) else "bbox",
                 f"no items of '{record.id}' match the area"
-                + (f", period {datetime}" if datetime is not None else "")
+                + (f", period {period.text}" if period is not None else "")
                 + (f" and cloud cover <= {max_cloud_cover} %" if max_cloud_cover is not None else "")
                 + f"; the collection covers {record.temporal_label() or 'no stated period'}"
                 + f" within {list(record.bbox or [])}",
@@ -220,23 +194,18 @@ class SceneService:
 
     async def statistics(
         self,
-        collection_id: Any,
-        expression: Any,
+        collection_id: str,
+        expression: str,
         token: Callable[[], str],
         *,
-        place: Any = None,
-        bbox: Any = None,
-        geometry: Any = None,
-        datetime: Any = None,
-        max_cloud_cover: Any = None,
-        composite: Any = None,
-        cloud_mask: Any = True,
+        where: AreaArg | None = None,
+        period: Period | None = None,
+        max_cloud_cover: float | None = None,
+        composite: Composite = "median",
+        cloud_mask: bool = True,
     ) -> dict[str, Any]:
-        method = composite or "median"
-        if method not in scene_reads.COMPOSITES:
-            raise ArgumentError("composite", f"expected one of {', '.join(scene_reads.COMPOSITES)}")
         single = await self.raster.collection(collection_id, scenes=True)
-        if not single.scenes and isinstance(expression, str):
+        if not single.scenes:
             # The mirror of `area_statistics`: a single-file collection whose band the expression names
             # ("ndvi" of landsat7-olinda-ndvi) is read by `get_raster_statistics`, said in the result.
             try:
@@ -244,69 +213,57 @@ class SceneService:
             except ArgumentError:
                 band = None
             if band is not None:
-                result = await self.raster.statistics(single.id, bbox, geometry, datetime, band, token, place=place)
+                result = await self.raster.statistics(single.id, where, period, band, token)
                 result["read_as"] = f"get_raster_statistics of band '{band}' ({single.id} is not a scene collection)"
                 return result
         record, parsed, area, place_info, items, capped = await self._prepared(
-            collection_id, expression, place, bbox, geometry, datetime, max_cloud_cover, token
+            collection_id, expression, where, period, max_cloud_cover, token
         )
         done = await self.raster.read(
             scene_reads.scene_statistics,
             self.raster.limits,
-            await self.raster.run(
-                scene_items, self.raster.asset_href, record, items, parsed.assets, _flag(cloud_mask, "cloud_mask")
-            ),
+            await self.raster.run(scene_items, self.raster.asset_href, record, items, parsed.assets, cloud_mask),
             area,
             parsed.formula,
-            method,
+            composite,
         )
-        used_mask = record.cloud_mask is not None and _flag(cloud_mask, "cloud_mask")
+        used_mask = record.cloud_mask is not None and cloud_mask
         head = scene_head(record, parsed, area, place_info, capped, self.max_items)
-        return scene_statistics_json(head, record, items, done, method, used_mask)
+        return scene_statistics_json(head, record, items, done, composite, used_mask)
 
     async def timeseries(
         self,
-        collection_id: Any,
-        expression: Any,
+        collection_id: str,
+        expression: str,
         token: Callable[[], str],
         *,
-        place: Any = None,
-        bbox: Any = None,
-        geometry: Any = None,
-        start: Any = None,
-        end: Any = None,
-        max_cloud_cover: Any = None,
-        cloud_mask: Any = True,
+        where: AreaArg | None = None,
+        period: Period | None = None,
+        max_cloud_cover: float | None = None,
+        cloud_mask: bool = True,
     ) -> dict[str, Any]:
-        period = series_interval(start, end)
-        datetime = period.text if period is not None else None
+        """`period` is the series' start/end as the datetime its items are searched with
+        (`tool_args.series_as_period`)."""
         record, parsed, area, place_info, items, capped = await self._prepared(
-            collection_id, expression, place, bbox, geometry, datetime, max_cloud_cover, token
+            collection_id, expression, where, period, max_cloud_cover, token
         )
         read_items = await self.raster.run(
-            scene_items, self.raster.asset_href, record, items, parsed.assets, _flag(cloud_mask, "cloud_mask")
+            scene_items, self.raster.asset_href, record, items, parsed.assets, cloud_mask
         )
         done = await self.raster.read(scene_reads.scene_series, self.raster.limits, read_items, area, parsed.formula)
         head = scene_head(record, parsed, area, place_info, capped, self.max_items)
         return scene_timeseries_json(head, items, done)
 
     async def point(
-        self,
-        collection_id: Any,
-        lon: Any,
-        lat: Any,
-        token: Callable[[], str],
-        *,
-        datetime: Any = None,
-        place: Any = None,
+        self, collection_id: str, where: PointArg, token: Callable[[], str], *, period: Period | None = None
     ) -> dict[str, Any]:
         """`query_raster_point` for any collection: scene collections and cubes read here (every asset
         at the point, from the least cloudy item there, per date), the others by `RasterService.point`."""
         record = await self.raster.collection(collection_id, scenes=True)
         if not record.scenes:
-            return await self.raster.point(collection_id, lon, lat, datetime, place=place, token=token)
-        x, y, place_info = await self.raster.located_point(place, lon, lat, token)
-        interval = interval_for(record, datetime)
+            return await self.raster.point(collection_id, where, token, period)
+        x, y, place_info = await self.raster.located_point(where, token)
+        interval = interval_for(record, period)
         found = await self.raster.run(self.raster.source.items, record, interval, (x, y, x, y), self.max_items)
         if not found:
             raise ArgumentError(
@@ -329,7 +286,7 @@ class SceneService:
             raise ArgumentError("place" if place_info else "lon", f"no data in '{record.id}' at ({x}, {y})")
         return scene_point_json(record, place_info, x, y, results, dated=interval is not None)
 
-    def default_expression(self, record: CollectionRecord, band: Any) -> str:
+    def default_expression(self, record: CollectionRecord, band: Band) -> str:
         """What a single-file tool's `band` means for a scene collection: an asset or variable named
         (or numbered) there, else NDVI where red and near infrared exist, else the first asset."""
         keys = list(record.asset_bands)
@@ -345,22 +302,18 @@ class SceneService:
 
     async def area_statistics(
         self,
-        collection_id: Any,
-        bbox: Any,
-        geometry: Any,
-        datetime: Any,
-        band: Any,
+        collection_id: str,
+        where: AreaArg | None,
+        period: Period | None,
+        band: Band,
         token: Callable[[], str],
-        place: Any = None,
     ) -> dict[str, Any]:
         """`get_raster_statistics` for any collection: a scene collection or cube is read as
         `get_scene_statistics` with the expression its `band` means (said in the result)."""
         record = await self.raster.collection(collection_id, scenes=True)
         if not record.scenes:
-            return await self.raster.statistics(collection_id, bbox, geometry, datetime, band, token, place=place)
+            return await self.raster.statistics(collection_id, where, period, band, token)
         expression = self.default_expression(record, band)
-        result = await self.statistics(
-            record.id, expression, token, place=place, bbox=bbox, geometry=geometry, datetime=datetime
-        )
+        result = await self.statistics(record.id, expression, token, where=where, period=period)
         result["read_as"] = f"get_scene_statistics with expression '{expression}' ({record.id} is a scene collection)"
         return result

@@ -23,18 +23,21 @@ from stacgis_raster.metrics import OVERVIEW_READS
 from stacgis_raster.places import PlaceArguments
 from stacgis_raster.reads import ReadLimits
 from stacgis_raster.records import CollectionRecord, ItemRecord
-from stacgis_raster.selection import (
-    change_periods,
-    change_threshold,
-    collection_id_list,
-    interval_for,
-    select_band,
-    series_interval,
-    zero_size_box,
-)
+from stacgis_raster.selection import interval_for, select_band
 from stacgis_raster.settings import RasterSettings
 from stacgis_raster.signing import Signer
-from stacgis_raster.validation import BBox, TimeInterval, boxes_overlap
+from stacgis_raster.tool_args import (
+    AreaArg,
+    Band,
+    BoxArea,
+    LonLat,
+    Period,
+    PlaceName,
+    PointArg,
+    SeriesPeriod,
+    ZeroSizeBox,
+)
+from stacgis_raster.validation import BBox, TimeInterval, boxes_overlap, parse_bbox
 from stacgis_raster.workers import ReadPool
 
 T = TypeVar("T")
@@ -90,7 +93,7 @@ class RasterService(PlaceArguments):
         return await self._pool.call(fn, *args, deadline_s=limit, what=what, setting=setting)
 
     async def collection(
-        self, collection_id: Any, argument: str = "collection_id", *, scenes: bool = False
+        self, collection_id: str, argument: str = "collection_id", *, scenes: bool = False
     ) -> CollectionRecord:
         """A collection by id; a scene collection only where `scenes` says the caller reads one
         (the single-asset tools would read one band of one item of it)."""
@@ -190,33 +193,30 @@ class RasterService(PlaceArguments):
         records = await self.collections()
         return results.search_json(query, records, search_records(records, query, limit))
 
-    async def info(self, collection_id: Any) -> dict[str, Any]:
+    async def info(self, collection_id: str) -> dict[str, Any]:
         return results.collection_details(await self.collection(collection_id, scenes=True))
 
     # -- statistics --------------------------------------------------------------------
 
     async def statistics(
         self,
-        collection_id: Any,
-        bbox: Any,
-        geometry: Any,
-        datetime: Any,
-        band: Any,
+        collection_id: str,
+        where: AreaArg | None,
+        period: Period | None,
+        band: Band,
         token: Callable[[], str],
-        place: Any = None,
     ) -> dict[str, Any]:
-        if place is not None:
+        if isinstance(where, PlaceName):
             # A named place is summarised over its real boundary with exact, area-weighted cell coverage.
-            return await self.zonal(collection_id, geometry, datetime, band, token, place=place, bbox=bbox)
-        point = zero_size_box(bbox) if geometry is None else None
-        if point is not None:
-            return await self._cell_statistics(collection_id, point, datetime, band)
+            return await self.zonal(collection_id, where, period, band, token)
+        if isinstance(where, ZeroSizeBox):
+            return await self._cell_statistics(collection_id, where, period, band, token)
         record = await self.collection(collection_id)
         info = select_band(record, band)
-        interval = interval_for(record, datetime)
-        if bbox is None and geometry is None and record.bbox is not None:
-            bbox = list(record.bbox)  # no area named: the whole collection
-        area = await self.area(bbox, geometry, token=token)
+        interval = interval_for(record, period)
+        if where is None and record.bbox is not None:
+            where = BoxArea(parse_bbox(record.bbox))  # no area named: the whole collection
+        area, _ = await self.located_area(where, token)
         items, note = await self.latest_or_matching(
             record, interval, area.geometry.bounds, self.settings.max_change_items_per_period, area.argument
         )
@@ -230,17 +230,15 @@ class RasterService(PlaceArguments):
 
     async def point(
         self,
-        collection_id: Any,
-        lon: Any,
-        lat: Any,
-        datetime: Any = None,
-        place: Any = None,
-        token: Callable[[], str] | None = None,
+        collection_id: str,
+        where: PointArg,
+        token: Callable[[], str],
+        period: Period | None = None,
         outside_is_error: bool = True,
     ) -> dict[str, Any]:
-        x, y, place_info = await self.located_point(place, lon, lat, token)
+        x, y, place_info = await self.located_point(where, token)
         record = await self.collection(collection_id)
-        interval = interval_for(record, datetime)
+        interval = interval_for(record, period)
         series: dict[str, Any] | None = None
         if record.time_resolved and interval is None:
             # No date asked for: the latest step is the value, and every step is summarised, so
@@ -261,22 +259,19 @@ class RasterService(PlaceArguments):
         return results.point_json(record, items, values, x, y, place_info, note, series)
 
     async def _cell_statistics(
-        self, collection_id: Any, point: tuple[float, float], datetime: Any, band: Any
+        self, collection_id: str, corner: ZeroSizeBox, period: Period | None, band: Band, token: Callable[[], str]
     ) -> dict[str, Any]:
         """Statistics of a box of zero size (a small model's way of pointing): the cell under the point."""
         record = await self.collection(collection_id)
         info = select_band(record, band)
-        found = await self.point(record.id, point[0], point[1], datetime)
-        return results.cell_statistics_json(record, info, point, found)
+        found = await self.point(record.id, corner.lon_lat(), token, period)
+        return results.cell_statistics_json(record, info, (corner.corners[0], corner.corners[1]), found)
 
-    async def multi_point(
-        self, collection_ids: Any, lon: Any, lat: Any, place: Any = None, token: Callable[[], str] | None = None
-    ) -> dict[str, Any]:
-        x, y, place_info = await self.located_point(place, lon, lat, token)
-        ids = collection_id_list(collection_ids, self.settings.max_point_collections)
-        records = [await self.collection(c, "collection_ids") for c in ids]
+    async def multi_point(self, collection_ids: list[str], where: PointArg, token: Callable[[], str]) -> dict[str, Any]:
+        x, y, place_info = await self.located_point(where, token)
+        records = [await self.collection(c, "collection_ids") for c in collection_ids]
         entries = [
-            results.multi_point_entry(record, await self.point(record.id, x, y, outside_is_error=False))
+            results.multi_point_entry(record, await self.point(record.id, LonLat(x, y), token, outside_is_error=False))
             for record in records
         ]
         if all(entry.get("inside") is False for entry in entries):
@@ -286,27 +281,24 @@ class RasterService(PlaceArguments):
 
     async def timeseries(
         self,
-        collection_id: Any,
-        lon: Any,
-        lat: Any,
-        start: Any,
-        end: Any,
-        band: Any,
-        place: Any = None,
-        token: Callable[[], str] | None = None,
+        collection_id: str,
+        where: PointArg,
+        series: SeriesPeriod | None,
+        band: Band,
+        token: Callable[[], str],
     ) -> dict[str, Any]:
-        x, y, place_info = await self.located_point(place, lon, lat, token)
+        x, y, place_info = await self.located_point(where, token)
         record = await self.collection(collection_id)
         info = select_band(record, band)
         if not record.time_resolved:
-            series = sorted(r.id for r in await self.collections() if r.time_resolved)
+            dated = sorted(r.id for r in await self.collections() if r.time_resolved)
             raise ArgumentError(
                 "collection_id",
-                f"'{record.id}' is not a time series; time-resolved collections: {', '.join(series)}",
+                f"'{record.id}' is not a time series; time-resolved collections: {', '.join(dated)}",
             )
-        interval = series_interval(start, end)
+        interval = series.interval if series is not None else None
         limit = self.settings.max_timeseries_items
-        items = await self.items(record, interval, None, limit + 1, "start" if start else "end")
+        items = await self.items(record, interval, None, limit + 1, series.blamed if series is not None else "end")
         if len(items) > limit:
             raise ArgumentError("start", f"more than {limit} time steps; narrow start/end")
         values = await self.read(reads.point_values, await self.hrefs(items), x, y)
@@ -318,18 +310,16 @@ class RasterService(PlaceArguments):
 
     async def zonal(
         self,
-        collection_id: Any,
-        geometry: Any,
-        datetime: Any,
-        band: Any,
+        collection_id: str,
+        where: AreaArg | None,
+        period: Period | None,
+        band: Band,
         token: Callable[[], str],
-        place: Any = None,
-        bbox: Any = None,
     ) -> dict[str, Any]:
         record = await self.collection(collection_id)
         info = select_band(record, band)
-        interval = interval_for(record, datetime)
-        area, place_info = await self.located_area(place, bbox, geometry, token, bbox_allowed=False)
+        interval = interval_for(record, period)
+        area, place_info = await self.located_area(where, token, bbox_allowed=False)
         items, note = await self.latest_or_matching(record, interval, area.geometry.bounds, 24, area.argument)
         per_item = await self.read(reads.zonal_items, self.limits, await self.hrefs(items), area, info)
         OVERVIEW_READS.inc(sum(1 for _s, r, _f in per_item if not r["native"]))
@@ -337,15 +327,12 @@ class RasterService(PlaceArguments):
 
     async def change(
         self,
-        collection_id: Any,
-        geometry: Any,
-        bbox: Any,
-        period_a: Any,
-        period_b: Any,
-        band: Any,
-        threshold: Any,
+        collection_id: str,
+        where: AreaArg | None,
+        periods: tuple[TimeInterval, TimeInterval],
+        band: Band,
+        threshold: float,
         token: Callable[[], str],
-        place: Any = None,
     ) -> dict[str, Any]:
         record = await self.collection(collection_id)
         info = select_band(record, band)
@@ -356,9 +343,8 @@ class RasterService(PlaceArguments):
                 f"'{record.id}' has a single undated state, so there is nothing to compare; "
                 f"time-resolved collections: {', '.join(series)}",
             )
-        threshold = change_threshold(threshold)
-        a, b = change_periods(period_a, period_b)
-        area, place_info = await self.located_area(place, bbox, geometry, token)
+        a, b = periods
+        area, place_info = await self.located_area(where, token)
         limit = self.settings.max_change_items_per_period
         items_a = await self.items(record, a, area.geometry.bounds, limit, "period_a", area.argument)
         items_b = await self.items(record, b, area.geometry.bounds, limit, "period_b", area.argument)

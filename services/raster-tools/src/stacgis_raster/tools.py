@@ -1,4 +1,9 @@
-"""MCP tools, resource and prompts of raster-tools."""
+"""MCP tools, resource and prompts of raster-tools.
+
+Each tool parses its raw arguments into typed values (`tool_args`) inside its work, so a refusal is
+counted as that tool's error, in the order its checks have always been reported (keyword
+arguments are evaluated as written).
+"""
 
 from __future__ import annotations
 
@@ -16,12 +21,12 @@ from rasterio.errors import RasterioError
 
 from stacgis_common.auth import current_identity, mint_for
 from stacgis_common.mcp_app import compact_result
+from stacgis_raster import tool_args
 from stacgis_raster.metrics import TOOLS
 from stacgis_raster.results import plain
 from stacgis_raster.scene_service import SceneService
 from stacgis_raster.service import RasterService
 from stacgis_raster.settings import RasterSettings
-from stacgis_raster.tool_args import listing_filter, search_text
 from stacgis_raster.workers import DeadlineExceeded
 
 log = logging.getLogger(__name__)
@@ -70,6 +75,9 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
 
     scenes = SceneService(service)
 
+    def area(place: object, bbox: object, geometry: object) -> tool_args.AreaArg | None:
+        return tool_args.area(place, bbox, geometry, max_vertices=settings.max_geometry_vertices)
+
     async def call(tool: str, work: Callable[[], Awaitable[dict[str, Any]]]) -> CallToolResult:
         """Run a tool's work (its arguments parsed in there, so a refusal is counted as the tool's)."""
         try:
@@ -88,7 +96,9 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
 
     @server.tool(annotations=READ_ONLY, description="Use for listing all raster collections (id, extent, time, units).")
     async def list_raster_collections(bbox: BBoxArg = None, datetime: DatetimeArg = None) -> CallToolResult:
-        return await call("list_raster_collections", lambda: service.list_collections(*listing_filter(bbox, datetime)))
+        return await call(
+            "list_raster_collections", lambda: service.list_collections(*tool_args.listing_filter(bbox, datetime))
+        )
 
     @server.tool(
         annotations=READ_ONLY,
@@ -97,13 +107,13 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
     async def search_raster_collections(
         query: Annotated[str, Field(description="Keywords, e.g. 'land cover'")],
     ) -> CallToolResult:
-        return await call("search_raster_collections", lambda: service.search_collections(search_text(query)))
+        return await call("search_raster_collections", lambda: service.search_collections(tool_args.search_text(query)))
 
     @server.tool(
         annotations=READ_ONLY, description="Use for one collection's bands, units, classes, resolution and dates."
     )
     async def get_raster_info(collection_id: CollectionId) -> CallToolResult:
-        return await call("get_raster_info", lambda: service.info(collection_id))
+        return await call("get_raster_info", lambda: service.info(tool_args.collection_id(collection_id)))
 
     @server.tool(
         annotations=READ_ONLY,
@@ -122,7 +132,13 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
     ) -> CallToolResult:
         return await call(
             "get_raster_statistics",
-            lambda: scenes.area_statistics(collection_id, bbox, geometry, datetime, band, token, place=place),
+            lambda: scenes.area_statistics(
+                tool_args.collection_id(collection_id),
+                area(place, bbox, geometry),
+                tool_args.period(datetime),
+                band,
+                token,
+            ),
         )
 
     @server.tool(
@@ -137,7 +153,13 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
         datetime: DatetimeArg = None,
     ) -> CallToolResult:
         return await call(
-            "query_raster_point", lambda: scenes.point(collection_id, lon, lat, token, datetime=datetime, place=place)
+            "query_raster_point",
+            lambda: scenes.point(
+                tool_args.collection_id(collection_id),
+                tool_args.point(place, lon, lat),
+                token,
+                period=tool_args.period(datetime),
+            ),
         )
 
     @server.tool(
@@ -152,7 +174,11 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
     ) -> CallToolResult:
         return await call(
             "query_multiple_rasters_point",
-            lambda: service.multi_point(collection_ids, lon, lat, place=place, token=token),
+            lambda: service.multi_point(
+                where=tool_args.point(place, lon, lat),
+                collection_ids=tool_args.collection_ids(collection_ids, settings.max_point_collections),
+                token=token,
+            ),
         )
 
     @server.tool(
@@ -169,7 +195,13 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
     ) -> CallToolResult:
         return await call(
             "get_timeseries",
-            lambda: service.timeseries(collection_id, lon, lat, start, end, band, place=place, token=token),
+            lambda: service.timeseries(
+                where=tool_args.point(place, lon, lat),
+                collection_id=tool_args.collection_id(collection_id),
+                series=tool_args.series_period(start, end),
+                band=band,
+                token=token,
+            ),
         )
 
     @server.tool(
@@ -184,7 +216,14 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
         band: BandArg = None,
     ) -> CallToolResult:
         return await call(
-            "compute_zonal_stats", lambda: service.zonal(collection_id, geometry, datetime, band, token, place=place)
+            "compute_zonal_stats",
+            lambda: service.zonal(
+                tool_args.collection_id(collection_id),
+                area(place, None, geometry),
+                tool_args.period(datetime),
+                band,
+                token,
+            ),
         )
 
     @server.tool(
@@ -206,7 +245,12 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
         return await call(
             "detect_change",
             lambda: service.change(
-                collection_id, geometry, bbox, period_a, period_b, band, threshold, token, place=place
+                collection_id=tool_args.collection_id(collection_id),
+                threshold=tool_args.change_threshold(threshold),
+                periods=tool_args.change_periods(period_a, period_b),
+                where=area(place, bbox, geometry),
+                band=band,
+                token=token,
             ),
         )
 
@@ -233,16 +277,14 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
         return await call(
             "search_items",
             lambda: scenes.search(
-                collection_id,
+                tool_args.collection_id(collection_id),
                 token,
-                place=place,
-                bbox=bbox,
-                geometry=geometry,
-                datetime=datetime,
-                max_cloud_cover=max_cloud_cover,
-                sortby=sortby,
-                limit=limit,
-                page=page,
+                sortby=tool_args.sort_order(sortby),
+                limit=tool_args.page_size(limit),
+                page=tool_args.page_number(page),
+                where=area(place, bbox, geometry),
+                max_cloud_cover=tool_args.cloud_limit(max_cloud_cover),
+                period=tool_args.period(datetime),
             ),
         )
 
@@ -269,16 +311,14 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
         return await call(
             "get_scene_statistics",
             lambda: scenes.statistics(
-                collection_id,
-                expression,
-                token,
-                place=place,
-                bbox=bbox,
-                geometry=geometry,
-                datetime=datetime,
-                max_cloud_cover=max_cloud_cover,
-                composite=composite,
-                cloud_mask=cloud_mask,
+                composite=tool_args.composite(composite),
+                collection_id=tool_args.collection_id(collection_id),
+                expression=expression,
+                token=token,
+                where=area(place, bbox, geometry),
+                max_cloud_cover=tool_args.cloud_limit(max_cloud_cover),
+                period=tool_args.period(datetime),
+                cloud_mask=tool_args.flag(cloud_mask, "cloud_mask"),
             ),
         )
 
@@ -303,16 +343,13 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
         return await call(
             "get_scene_timeseries",
             lambda: scenes.timeseries(
-                collection_id,
-                expression,
-                token,
-                place=place,
-                bbox=bbox,
-                geometry=geometry,
-                start=start,
-                end=end,
-                max_cloud_cover=max_cloud_cover,
-                cloud_mask=cloud_mask,
+                period=tool_args.series_as_period(start, end),
+                collection_id=tool_args.collection_id(collection_id),
+                expression=expression,
+                token=token,
+                where=area(place, bbox, geometry),
+                max_cloud_cover=tool_args.cloud_limit(max_cloud_cover),
+                cloud_mask=tool_args.flag(cloud_mask, "cloud_mask"),
             ),
         )
 
