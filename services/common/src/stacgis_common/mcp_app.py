@@ -23,6 +23,7 @@ from .health import Check
 from .http_app import kernel_middleware, kernel_routes
 from .settings import ServiceSettings
 from .telemetry import setup_telemetry
+from .tool_metrics import MeteredMCPServer, ToolMetrics
 
 Lifespan = Callable[[Starlette], AbstractAsyncContextManager[None]]
 # Tool errors often quote the offending argument; a 1 MB argument must not come back as a 1 MB error.
@@ -53,18 +54,25 @@ class BoundedToolErrors:
         return result
 
 
-def create_mcp_server(name: str, settings: ServiceSettings, instructions: str | None = None) -> MCPServer[Any]:
-    """An MCP server whose every request must carry a valid internal token."""
-    return MCPServer(
-        name=name,
-        instructions=instructions,
-        token_verifier=InternalTokenVerifier(settings),
-        middleware=[BoundedToolErrors()],
-        auth=AuthSettings(
+def create_mcp_server(
+    name: str, settings: ServiceSettings, instructions: str | None = None, tool_metrics: ToolMetrics | None = None
+) -> MCPServer[Any]:
+    """An MCP server whose every request must carry a valid internal token. With `tool_metrics`, every
+    tool registered on it is counted and timed there (MeteredMCPServer); without, its tools count
+    themselves."""
+    options: dict[str, Any] = {
+        "name": name,
+        "instructions": instructions,
+        "token_verifier": InternalTokenVerifier(settings),
+        "middleware": [BoundedToolErrors()],
+        "auth": AuthSettings(
             issuer_url="http://stacgis-gateway",  # type: ignore[arg-type]
             resource_server_url=None,
         ),
-    )
+    }
+    if tool_metrics is None:
+        return MCPServer(**options)
+    return MeteredMCPServer(tool_metrics, **options)
 
 
 def compact_result(result: dict[str, Any]) -> CallToolResult:

@@ -13,7 +13,7 @@ from starlette.applications import Starlette
 from stacgis_common.auth import current_identity
 from stacgis_common.mcp_app import build_tool_server_app, compact_result, create_mcp_server
 from stacgis_common.pgvector_runtime import PgvectorRuntime
-from stacgis_knowledge.metrics import DOCUMENTS_ADDED, observe
+from stacgis_knowledge.metrics import DOCUMENTS_ADDED, TOOLS
 from stacgis_knowledge.service import KnowledgeService
 from stacgis_knowledge.settings import KnowledgeSettings
 from stacgis_knowledge.store import EMBEDDINGS
@@ -40,8 +40,7 @@ def register_tools(server: MCPServer[Any], runtime: Runtime, settings: Knowledge
         ] = default_limit,
     ) -> CallToolResult:
         """Use for concept and definition questions, e.g. 'what is NDVI', 'what does a DEM measure'."""
-        with observe("search_knowledge"):
-            return compact_result(await runtime.get().search(query, limit, current_identity().user_id))
+        return compact_result(await runtime.get().search(query, limit, current_identity().user_id))
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, idempotent_hint=True, open_world_hint=False))
     async def add_knowledge(
@@ -51,11 +50,10 @@ def register_tools(server: MCPServer[Any], runtime: Runtime, settings: Knowledge
         tags: Annotated[list[str] | None, Field(description="Keywords, e.g. ['ndvi', 'landsat'].")] = None,
     ) -> CallToolResult:
         """Use for adding a document the user gives to their own knowledge (only they can search it)."""
-        with observe("add_knowledge"):
-            identity = current_identity()
-            result = await runtime.get().add(title, content, source, tags, identity.user_id)
-            DOCUMENTS_ADDED.labels(result["status"]).inc()
-            return compact_result(result)
+        identity = current_identity()
+        result = await runtime.get().add(title, content, source, tags, identity.user_id)
+        DOCUMENTS_ADDED.labels(result["status"]).inc()
+        return compact_result(result)
 
     @server.resource(
         "knowledge://documents",
@@ -71,7 +69,7 @@ def register_tools(server: MCPServer[Any], runtime: Runtime, settings: Knowledge
 
 def build_server(settings: KnowledgeSettings) -> tuple[MCPServer[Any], Runtime]:
     """The MCP server with its tools registered, and the runtime its tools use (started by the app's lifespan)."""
-    server = create_mcp_server("knowledge-tools", settings, instructions=INSTRUCTIONS)
+    server = create_mcp_server("knowledge-tools", settings, instructions=INSTRUCTIONS, tool_metrics=TOOLS)
     runtime: Runtime = PgvectorRuntime("knowledge-tools", settings, EMBEDDINGS, KnowledgeService)
     register_tools(server, runtime, settings)
     return server, runtime

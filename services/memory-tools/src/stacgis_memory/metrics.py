@@ -6,6 +6,6 @@ from prometheus_client import Counter
 
 from stacgis_common.tool_metrics import ToolMetrics
 
+# Counts every tool's calls: given to create_mcp_server in server.py.
 TOOLS = ToolMetrics("memory")
-observe = TOOLS.observe
 MEMORY_WRITES = Counter("memory_writes_total", "add_memory and forget_memory outcomes", ["outcome"])

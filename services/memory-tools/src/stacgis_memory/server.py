@@ -13,7 +13,7 @@ from starlette.applications import Starlette
 from stacgis_common.auth import current_identity
 from stacgis_common.mcp_app import build_tool_server_app, compact_result, create_mcp_server
 from stacgis_common.pgvector_runtime import PgvectorRuntime
-from stacgis_memory.metrics import MEMORY_WRITES, observe
+from stacgis_memory.metrics import MEMORY_WRITES, TOOLS
 from stacgis_memory.service import MemoryService
 from stacgis_memory.settings import MemorySettings
 from stacgis_memory.store import EMBEDDINGS
@@ -40,11 +40,10 @@ def register_tools(server: MCPServer[Any], runtime: Runtime, settings: MemorySet
         ] = None,
     ) -> CallToolResult:
         """Use for "remember ...", "note for later ..." and the user's preferences, e.g. units."""
-        with observe("add_memory"):
-            user = current_identity().user_id
-            result = await runtime.get().add(user, content, kind)
-            MEMORY_WRITES.labels(result["status"]).inc()
-            return compact_result(result)
+        user = current_identity().user_id
+        result = await runtime.get().add(user, content, kind)
+        MEMORY_WRITES.labels(result["status"]).inc()
+        return compact_result(result)
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False))
     async def search_memories(
@@ -54,18 +53,16 @@ def register_tools(server: MCPServer[Any], runtime: Runtime, settings: MemorySet
         ] = default_limit,
     ) -> CallToolResult:
         """Use for recalling what the user asked you to remember."""
-        with observe("search_memories"):
-            return compact_result(await runtime.get().search(current_identity().user_id, query, limit))
+        return compact_result(await runtime.get().search(current_identity().user_id, query, limit))
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False))
     async def forget_memory(
         memory_id: Annotated[str, Field(description="The id of one of the user's memories.")],
     ) -> CallToolResult:
         """Use for "forget ...": deletes one memory by id from search_memories."""
-        with observe("forget_memory"):
-            result = await runtime.get().forget(current_identity().user_id, memory_id)
-            MEMORY_WRITES.labels("forgotten").inc()
-            return compact_result(result)
+        result = await runtime.get().forget(current_identity().user_id, memory_id)
+        MEMORY_WRITES.labels("forgotten").inc()
+        return compact_result(result)
 
     @server.resource(
         "memory://recent",
@@ -79,7 +76,7 @@ def register_tools(server: MCPServer[Any], runtime: Runtime, settings: MemorySet
 
 def build_server(settings: MemorySettings) -> tuple[MCPServer[Any], Runtime]:
     """The MCP server with its tools registered, and the runtime its tools use (started by the app's lifespan)."""
-    server = create_mcp_server("memory-tools", settings, instructions=INSTRUCTIONS)
+    server = create_mcp_server("memory-tools", settings, instructions=INSTRUCTIONS, tool_metrics=TOOLS)
     runtime: Runtime = PgvectorRuntime("memory-tools", settings, EMBEDDINGS, MemoryService)
     register_tools(server, runtime, settings)
     return server, runtime

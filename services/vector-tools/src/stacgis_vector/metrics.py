@@ -6,8 +6,8 @@ from prometheus_client import Counter
 
 from stacgis_common.tool_metrics import ToolMetrics
 
+# Counts every tool's calls: given to create_mcp_server in server.py.
 TOOLS = ToolMetrics("vector")
-observe = TOOLS.observe
 FEATURE_REQUESTS = Counter(
     "vector_feature_requests_total", "Internal full-geometry feature requests by status", ["status"]
 )

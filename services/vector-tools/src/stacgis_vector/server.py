@@ -21,7 +21,7 @@ from stacgis_common.auth import verified_identity
 from stacgis_common.http_errors import REFUSAL_ROWS, Conflict, ErrorTable
 from stacgis_common.mcp_app import build_tool_server_app, compact_result, create_mcp_server
 from stacgis_common.pgvector_runtime import PgvectorRuntime
-from stacgis_vector.metrics import FEATURE_REQUESTS, PLACE_REQUESTS, observe
+from stacgis_vector.metrics import FEATURE_REQUESTS, PLACE_REQUESTS, TOOLS
 from stacgis_vector.places import AmbiguousPlace
 from stacgis_vector.service import VectorService
 from stacgis_vector.settings import VectorSettings
@@ -59,8 +59,7 @@ def register_tools(server: MCPServer[Any], runtime: Runtime, settings: VectorSet
     @server.tool(annotations=READ_ONLY)
     async def list_vector_datasets() -> CallToolResult:
         """Use for which vector datasets exist (countries, cities, US states, US counties)."""
-        with observe("list_vector_datasets"):
-            return compact_result(await runtime.get().list_datasets())
+        return compact_result(await runtime.get().list_datasets())
 
     @server.tool(annotations=READ_ONLY)
     async def resolve_place(
@@ -68,8 +67,7 @@ def register_tools(server: MCPServer[Any], runtime: Runtime, settings: VectorSet
         dataset: Annotated[str | None, Field(description="Only this dataset, e.g. 'cities'.")] = None,
     ) -> CallToolResult:
         """Use for where one named place is: its kind, country, point or box, and ref."""
-        with observe("resolve_place"):
-            return compact_result(await runtime.get().resolve_place(place, dataset))
+        return compact_result(await runtime.get().resolve_place(place, dataset))
 
     @server.tool(annotations=READ_ONLY)
     async def search_vector_features(
@@ -79,8 +77,7 @@ def register_tools(server: MCPServer[Any], runtime: Runtime, settings: VectorSet
         limit: Limit = default_limit,
     ) -> CallToolResult:
         """Use for finding several places by words or meaning; each result has a ref."""
-        with observe("search_vector_features"):
-            return compact_result(await runtime.get().search(query, dataset, bbox, limit))
+        return compact_result(await runtime.get().search(query, dataset, bbox, limit))
 
     @server.tool(annotations=READ_ONLY)
     async def get_vector_feature(
@@ -89,8 +86,7 @@ def register_tools(server: MCPServer[Any], runtime: Runtime, settings: VectorSet
         simplify: Annotated[float | None, Field(description="Simplification tolerance in degrees.")] = None,
     ) -> CallToolResult:
         """Use for one feature's properties and GeoJSON outline."""
-        with observe("get_vector_feature"):
-            return compact_result(await runtime.get().get_feature(dataset, feature_id, simplify))
+        return compact_result(await runtime.get().get_feature(dataset, feature_id, simplify))
 
     @server.tool(annotations=READ_ONLY)
     async def query_vector_by_bbox(
@@ -102,8 +98,7 @@ def register_tools(server: MCPServer[Any], runtime: Runtime, settings: VectorSet
         limit: BBoxLimit = default_limit,
     ) -> CallToolResult:
         """Use for listing a dataset's features inside an area, e.g. cities in a country."""
-        with observe("query_vector_by_bbox"):
-            return compact_result(await runtime.get().query_by_bbox(dataset, bbox, limit, place))
+        return compact_result(await runtime.get().query_by_bbox(dataset, bbox, limit, place))
 
     @server.resource(
         "vector://datasets/all",
@@ -197,7 +192,7 @@ def internal_routes(runtime: Runtime, settings: VectorSettings) -> list[BaseRout
 
 def build_server(settings: VectorSettings) -> tuple[MCPServer[Any], Runtime]:
     """The MCP server with its tools registered, and the runtime its tools use (started by the app's lifespan)."""
-    server = create_mcp_server("vector-tools", settings, instructions=INSTRUCTIONS)
+    server = create_mcp_server("vector-tools", settings, instructions=INSTRUCTIONS, tool_metrics=TOOLS)
     runtime: Runtime = PgvectorRuntime("vector-tools", settings, EMBEDDINGS, VectorService)
     register_tools(server, runtime, settings)
     return server, runtime
