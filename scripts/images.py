@@ -40,6 +40,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import heartbeat
+from image_engine import APT_COMMAND, PODMAN, REQUIRED_BINARIES, ULIMITS
 
 REPO = Path(__file__).resolve().parents[1]
 WORK = REPO / ".local" / "images"
@@ -49,8 +50,6 @@ IMAGES_DIR = REPO / "deploy" / "images"
 # every service's builder stage install with it.
 CONSTRAINTS = REPO / "constraints.txt"
 
-APT_PACKAGES = ("podman", "buildah", "mmdebstrap", "runc", "uidmap", "slirp4netns", "fuse-overlayfs")
-APT_COMMAND = "apt-get install -y " + " ".join(APT_PACKAGES)
 SUITE = "bookworm"
 PYTHON_BASE = "localhost/stacgis-python:3.11-bookworm"
 # The bases' Debian packages, pinned to what bookworm with its security and updates suites (mmdebstrap
@@ -72,10 +71,6 @@ NGINX_PACKAGES = ("nginx-light=1.22.1-9+deb12u12", "ca-certificates=20250419~deb
 OFFICIAL_PYTHON = "docker.io/library/python:3.11.11-slim-bookworm"
 WHEELS_REPOSITORY = "localhost/stacgis-wheels"
 DIST_REPOSITORY = "localhost/stacgis-frontend-dist"
-# podman on these hosts: crun refuses the hybrid cgroup layout, and root lacks CAP_SYS_RESOURCE to
-# raise the default rlimits. Builds use the host network (no bridge/iptables needed).
-PODMAN = ("podman", "--runtime", "runc")
-ULIMITS = ("--ulimit", "nofile=10000:10000", "--ulimit", "nproc=10000:10000")
 # pip, npm and apt inside a build reach their registries with the host's configuration (read-only).
 HOST_CONFIG = ("/etc/pip.conf", "/etc/npmrc", "/etc/ssl/certs/ca-certificates.crt")
 LOCAL_PACKAGE_PREFIX = "stacgis-"
@@ -156,7 +151,7 @@ def run_step(label: str, command: Sequence[str], cwd: Path = REPO) -> float:
 
 
 def check_engine() -> None:
-    missing = [tool for tool in ("podman", "mmdebstrap", "runc") if shutil.which(tool) is None]
+    missing = [tool for tool in REQUIRED_BINARIES if shutil.which(tool) is None]
     if missing:
         raise SystemExit(
             f"[images] {', '.join(missing)} not found: building images needs podman and mmdebstrap.\n"
@@ -253,6 +248,7 @@ def wheels_image(python_image: str) -> tuple[str, float]:
 
 
 def build_flags() -> list[str]:
+    # The host network: no bridge or iptables needed.
     flags = [*ULIMITS, "--network", "host", "--layers"]
     for path in HOST_CONFIG:
         if Path(path).is_file():
@@ -369,10 +365,11 @@ PRUNE_AFTER = "24h"
 OWN_PREFIXES = ("localhost/stacgis/", "localhost/stacgis-")
 
 
-def prune_replaced(keep: Collection[str]) -> None:
-    """Remove this project's images older than PRUNE_AFTER but those in `keep`, then untagged ones."""
+def prune_replaced(keep: Collection[str], prefixes: tuple[str, ...] = OWN_PREFIXES) -> None:
+    """Remove the images named with `prefixes` (this project's) older than PRUNE_AFTER but those in
+    `keep`, then untagged ones."""
     listed = podman("images", "--filter", f"until={PRUNE_AFTER}", "--format", "{{.Repository}}:{{.Tag}}")
-    stale = [ref for ref in listed.stdout.split() if ref.startswith(OWN_PREFIXES) and ref not in keep]
+    stale = [ref for ref in listed.stdout.split() if ref.startswith(prefixes) and ref not in keep]
     if stale:  # an image with another tag only loses this one; one in use by a container stays
         podman("rmi", *stale, check=False)
     pruned = podman("image", "prune", "--force", "--filter", f"until={PRUNE_AFTER}", check=False)

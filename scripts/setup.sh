@@ -16,11 +16,11 @@ long() { local label=$1; shift; python3 "$HEARTBEAT" --prefix "[setup]" --label 
 
 APT_PACKAGES=(redis-server nginx-light chromium prometheus)
 CHECKED_BINARIES=(redis-server nginx chromium prometheus)
-# Only for the container images (`make images-setup`, STACGIS_SETUP_IMAGES=1): podman and what it
-# runs with here, and mmdebstrap for the bases made from Debian packages (scripts/images.py).
+# Only for the container images (`make images-setup`, STACGIS_SETUP_IMAGES=1): the engine's packages
+# as scripts/image_engine.py lists them (podman, mmdebstrap for the Debian bases, ...).
 if [ "${STACGIS_SETUP_IMAGES:-0}" = 1 ]; then
-  APT_PACKAGES+=(podman buildah mmdebstrap runc uidmap slirp4netns fuse-overlayfs)
-  CHECKED_BINARIES+=(podman mmdebstrap runc)
+  mapfile -t -O ${#APT_PACKAGES[@]} APT_PACKAGES < <(python3 scripts/image_engine.py packages)
+  mapfile -t -O ${#CHECKED_BINARIES[@]} CHECKED_BINARIES < <(python3 scripts/image_engine.py binaries)
 fi
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   missing=()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -18,11 +19,10 @@ from pathlib import Path
 import httpx
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "scripts"))
+from image_engine import APT_COMMAND, PODMAN, ULIMITS  # noqa: E402 (scripts/image_engine.py: podman as images.py runs it)
+
 BUILT = REPO / ".local" / "images" / "built.json"
-APT_COMMAND = "apt-get install -y podman buildah mmdebstrap runc uidmap slirp4netns fuse-overlayfs"
-# As scripts/images.py: crun refuses the hybrid cgroups of these hosts, root cannot raise rlimits.
-PODMAN = ("podman", "--runtime", "runc")
-ULIMITS = ("--ulimit", "nofile=10000:10000", "--ulimit", "nproc=10000:10000")
 PYTHON_USER = "10001:10001"
 HARDENING = (
     "--read-only",

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-ENGINE = ("podman", "mmdebstrap", "runc")
+sys.path.insert(0, str(ROOT / "scripts"))
+from image_engine import APT_COMMAND, REQUIRED_BINARIES  # noqa: E402
 
 
 def path_without_engine(folder: Path) -> str:
@@ -18,7 +20,7 @@ def path_without_engine(folder: Path) -> str:
             continue
         for program in Path(directory).iterdir():
             link = folder / program.name
-            if program.name not in ENGINE and not link.is_symlink():
+            if program.name not in REQUIRED_BINARIES and not link.is_symlink():
                 link.symlink_to(program)
     return str(folder)
 
@@ -32,6 +34,6 @@ def test_a_missing_engine_that_cannot_be_installed_fails_the_job_naming_it(tmp_p
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
     output = done.stdout + done.stderr
     assert done.returncode == 1, output
-    assert "podman, mmdebstrap, runc not found" in output, output
-    assert "apt-get install -y podman buildah mmdebstrap runc" in output, output
+    assert f"{', '.join(REQUIRED_BINARIES)} not found" in output, output
+    assert APT_COMMAND in output, output
     assert "this is not root with apt-get, so it cannot be installed here" in output, output
