@@ -13,10 +13,6 @@ from stacgis_common.arguments import ArgumentError, NotFoundError
 from stacgis_common.http_errors import reason_of
 from stacgis_raster.errors import UpstreamError
 
-MAX_PLACE_CHARS = 200
-# Names the orchestrator replaces with the user's selected feature or drawn area before a call.
-USER_PLACES = frozenset({"selection", "selected feature", "drawn area", "drawing"})
-
 
 @dataclass(frozen=True)
 class ResolvedPlace:
@@ -34,12 +30,8 @@ class FeatureResolver:
     async def aclose(self) -> None:
         await self._client.aclose()
 
-    async def geometry(self, reference: dict[str, Any], argument: str, token: str) -> dict[str, Any]:
-        dataset, feature_id = reference.get("dataset"), reference.get("id")
-        if not isinstance(dataset, str) or not dataset.strip():
-            raise ArgumentError(argument, "a feature reference needs a non-empty string 'dataset'")
-        if isinstance(feature_id, bool) or not isinstance(feature_id, (str, int)) or str(feature_id) == "":
-            raise ArgumentError(argument, "a feature reference needs an 'id' (string or integer)")
+    async def geometry(self, dataset: str, feature_id: str | int, argument: str, token: str) -> dict[str, Any]:
+        """The geometry of a feature reference (checked at the edge: `tool_args.feature_reference`)."""
         # Quote both parts so a reference can never change the request path.
         url = f"{self.base_url}/features/{quote(dataset, safe='')}/{quote(str(feature_id), safe='')}"
         try:
@@ -62,17 +54,10 @@ class FeatureResolver:
             raise UpstreamError(f"vector-tools returned no geometry for {dataset}/{feature_id}")
         return geometry
 
-    async def place(self, name: Any, argument: str, token: str, dataset: str | None = None) -> ResolvedPlace:
+    async def place(self, name: str, argument: str, token: str, dataset: str | None = None) -> ResolvedPlace:
         """The feature a place name (or "<dataset>/<id>") means, with its full geometry; `dataset`
-        limits the search to one dataset (e.g. cities)."""
-        if not isinstance(name, str) or not name.strip():
-            raise ArgumentError(argument, "expected a place name, e.g. 'Nairobi', or a ref 'countries/LUX'")
-        if len(name) > MAX_PLACE_CHARS:
-            raise ArgumentError(argument, f"at most {MAX_PLACE_CHARS} characters")
-        if name.strip().lower() in USER_PLACES:
-            raise ArgumentError(
-                argument, f"{name!r} means the user's selection or drawing, and none came with this call"
-            )
+        limits the search to one dataset (e.g. cities). The name is checked at the edge
+        (`tool_args.place_name`)."""
         try:
             response = await self._client.get(
                 f"{self.base_url}/places/resolve",

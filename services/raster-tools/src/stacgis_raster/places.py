@@ -106,10 +106,9 @@ class PlaceArguments:
         bbox_allowed: bool = True,
     ) -> Area:
         if isinstance(where, FeatureRef):
-            reference = {"dataset": where.dataset, "id": where.feature_id}
-            resolved = await self.resolver.geometry(reference, "geometry", token())
+            resolved = await self.resolver.geometry(where.dataset, where.feature_id, "geometry", token())
             geom = parse_geojson_geometry(resolved, "geometry", max_vertices=self.settings.max_geometry_vertices)
-            return Area(geom, "feature", "geometry", reference)
+            return Area(geom, "feature", "geometry", {"dataset": where.dataset, "id": where.feature_id})
         if isinstance(where, GeometryArea):
             return Area(where.geometry, "geometry", "geometry", where.geometry.geom_type)
         if where is not None and bbox_allowed:

@@ -95,11 +95,10 @@ class RasterService(PlaceArguments):
     async def collection(
         self, collection_id: str, argument: str = "collection_id", *, scenes: bool = False
     ) -> CollectionRecord:
-        """A collection by id; a scene collection only where `scenes` says the caller reads one
-        (the single-asset tools would read one band of one item of it)."""
-        if not isinstance(collection_id, str) or not collection_id.strip():
-            raise ArgumentError(argument, "expected a collection id string")
-        record = await self.run(self.source.collection, collection_id.strip(), argument)
+        """A collection by id (checked and stripped at the edge: `tool_args.collection_id`); a scene
+        collection only where `scenes` says the caller reads one (the single-asset tools would read one
+        band of one item of it)."""
+        record = await self.run(self.source.collection, collection_id, argument)
         if record.scenes and not scenes:
             raise ArgumentError(
                 argument,

@@ -44,6 +44,7 @@ from stacgis_raster.tile_params import (
     tile_address,
 )
 from stacgis_raster.tile_reads import TileResult, render_tile, scene_point_value, tile_layer, transparent_png
+from stacgis_raster.tool_args import collection_id
 from stacgis_raster.validation import parse_interval
 from stacgis_raster.workers import DeadlineExceeded
 
@@ -149,7 +150,7 @@ def tile_routes(service: RasterService) -> list[Route]:
         outcome = "ok"
         try:
             z, x, y = tile_address(request.path_params)
-            record = await service.collection(request.path_params["collection_id"], scenes=True)
+            record = await service.collection(collection_id(request.path_params["collection_id"]), scenes=True)
             if record.scenes:
                 result = await scene_tile(record, z, x, y, request.query_params)
                 outcome = "ok" if result.png else "empty"
@@ -183,7 +184,7 @@ def tile_routes(service: RasterService) -> list[Route]:
             TILE_DURATION.observe(time.perf_counter() - started)
 
     async def tilejson(request: Request) -> Response:
-        record = await service.collection(request.path_params["collection_id"], scenes=True)
+        record = await service.collection(collection_id(request.path_params["collection_id"]), scenes=True)
         if record.scenes:
             # Bad parameters are rejected here already; zooms from one item's asset and the whole extent.
             options = scene_render(record, request.query_params)
@@ -284,7 +285,7 @@ def tile_routes(service: RasterService) -> list[Route]:
         """GET /tiles/{collection_id}/point?lon=..&lat=..[&datetime=..][&expression=..]: the value(s) there."""
         params = request.query_params
         x, y = point_query(params)
-        record = await service.collection(request.path_params["collection_id"], scenes=True)
+        record = await service.collection(collection_id(request.path_params["collection_id"]), scenes=True)
         found = await (scene_point if record.scenes else raster_point)(record, x, y, params)
         body: dict[str, Any] = {"collection_id": record.id, "title": record.title, "lon": x, "lat": y, **found}
         if not found["inside"]:
