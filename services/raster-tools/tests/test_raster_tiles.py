@@ -364,8 +364,17 @@ def test_a_read_past_its_deadline_is_stopped_and_frees_its_worker(
                         session, "get_raster_statistics", collection_id="luxembourg-dem", bbox=[6.0, 49.6, 6.2, 49.8]
                     )
                     assert result["statistics"]["valid_pixels"] > 0
+                    refused = await call_error(
+                        session, "get_raster_statistics", collection_id="luxembourg-dem", bbox=[6.2, 49.6, 6.0]
+                    )
+                    assert "bbox" in refused
 
             asyncio.run(tools())
+            # The server counts each call by how it ended: past its deadline, answered, refused.
+            metrics = httpx.get(f"{service.url}/metrics", timeout=10).text
+            for outcome in ("timeout", "ok", "error"):
+                line = f'raster_tool_calls_total{{outcome="{outcome}",tool="get_raster_statistics"}} 1.0'
+                assert line in metrics, [m for m in metrics.splitlines() if m.startswith("raster_tool_calls_total")]
     finally:
         hung.close()
 

@@ -57,9 +57,9 @@ class BoundedToolErrors:
 def create_mcp_server(
     name: str, settings: ServiceSettings, instructions: str | None = None, tool_metrics: ToolMetrics | None = None
 ) -> MCPServer[Any]:
-    """An MCP server whose every request must carry a valid internal token. With `tool_metrics`, every
-    tool registered on it is counted and timed there (MeteredMCPServer); without, its tools count
-    themselves."""
+    """An MCP server whose every request must carry a valid internal token. With `tool_metrics` (every
+    service passes its own), each tool registered on it is counted and timed there (MeteredMCPServer);
+    without (test and benchmark servers), nothing is counted."""
     options: dict[str, Any] = {
         "name": name,
         "instructions": instructions,

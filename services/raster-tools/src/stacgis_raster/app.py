@@ -15,6 +15,7 @@ from stacgis_raster import reads
 from stacgis_raster.assets import AssetGuard
 from stacgis_raster.catalog import open_source
 from stacgis_raster.features import FeatureResolver
+from stacgis_raster.metrics import TOOLS
 from stacgis_raster.service import RasterService
 from stacgis_raster.settings import RasterSettings
 from stacgis_raster.signing import Signer
@@ -47,7 +48,7 @@ def build_service(settings: RasterSettings) -> RasterService:
 
 def create_app(settings: RasterSettings) -> Starlette:
     service = build_service(settings)
-    server = create_mcp_server("raster-tools", settings, instructions=INSTRUCTIONS)
+    server = create_mcp_server("raster-tools", settings, instructions=INSTRUCTIONS, tool_metrics=TOOLS)
     register_tools(server, service, settings)
 
     async def catalog_ready() -> None:

@@ -1,22 +1,23 @@
 """Prometheus metrics of raster-tools (default registry, served at /metrics): the common per-tool
 metrics, and the tiles' and overview reads' own."""
 
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import UnexpectedToolError
 from prometheus_client import Counter, Histogram
-from rasterio.errors import RasterioError
 
-from stacgis_common.tool_metrics import ToolMetrics
+from stacgis_common.tool_metrics import ToolMetrics, caused_by
 from stacgis_raster.workers import DeadlineExceeded
 
 
 def tool_outcome(exc: Exception) -> str:
-    """A read past its deadline is a timeout; a refused call or unreadable data an error; anything
-    else our own bug (a crash)."""
-    if isinstance(exc, DeadlineExceeded | TimeoutError):
+    """What the server (MeteredMCPServer) saw a tool call end with: a read past its deadline is a
+    timeout; an exception other than a ToolError our own bug (a crash; the SDK wraps it in
+    UnexpectedToolError); a refused call or unreadable data (tools.py turns RasterioError into a
+    ToolError) an error."""
+    if caused_by(exc, DeadlineExceeded, TimeoutError):
         return "timeout"
-    if isinstance(exc, ToolError | RasterioError):
-        return "error"
-    return "crash"
+    if isinstance(exc, UnexpectedToolError):
+        return "crash"
+    return "error"
 
 
 # raster_tool_calls_total{tool,outcome} and raster_tool_duration_seconds{tool}

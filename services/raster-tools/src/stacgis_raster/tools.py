@@ -22,7 +22,6 @@ from rasterio.errors import RasterioError
 from stacgis_common.auth import current_identity, mint_for
 from stacgis_common.mcp_app import compact_result
 from stacgis_raster import tool_args
-from stacgis_raster.metrics import TOOLS
 from stacgis_raster.results import plain
 from stacgis_raster.scene_service import SceneService
 from stacgis_raster.service import RasterService
@@ -79,9 +78,9 @@ def register_tools(server: MCPServer[Any], service: RasterService, settings: Ras
         return tool_args.area(place, bbox, geometry, max_vertices=settings.max_geometry_vertices)
 
     async def call(tool: str, work: Callable[[], Awaitable[dict[str, Any]]]) -> CallToolResult:
-        """Run a tool's work (its arguments parsed in there, so a refusal is counted as the tool's)."""
+        """Run a tool's work within the tool deadline (the server counts each call: metrics.TOOLS)."""
         try:
-            with TOOLS.observe(tool), anyio.fail_after(settings.tool_timeout_seconds):
+            with anyio.fail_after(settings.tool_timeout_seconds):
                 return compact_result(plain(await work()))
         except DeadlineExceeded as exc:
             raise ToolError(f"{tool}: {exc}; try a smaller area or period") from exc
