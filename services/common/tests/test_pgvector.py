@@ -2,14 +2,27 @@
 refused for another model, and moved to the configured model by re-embedding (real Postgres,
 real embedding server)."""
 
+import contextlib
+import time
 from pathlib import Path
+from typing import Any
 
+import asyncpg
 import numpy as np
 import pytest
 from pydantic_settings import SettingsConfigDict
 
 from stacgis_common.embeddings import embeddings_client
-from stacgis_common.pgvector import EmbeddedTable, EmbeddingMismatch, ensure_embedding_column, reembed
+from stacgis_common.pgvector import (
+    DROP_LOCK_TIMEOUT,
+    EmbeddedTable,
+    EmbeddingMismatch,
+    _create_index,
+    build_index,
+    drop_index,
+    ensure_embedding_column,
+    reembed,
+)
 from stacgis_common.pgvector_runtime import connect, open_database
 from stacgis_common.settings import PgvectorSettings
 
@@ -113,3 +126,61 @@ async def test_reembed_moves_every_row_to_the_configured_model(
     finally:
         await client.aclose()
         await pool.close()
+
+
+@pytest.mark.asyncio
+async def test_drop_index_gives_way_to_readers_and_build_index_restores_it(
+    pg_dsn: str, embedding_server: str, tmp_path: Path
+) -> None:
+    table = example_table("pgv_bulk", tmp_path)
+    settings = ExampleSettings(
+        database_url=pg_dsn, embedding_base_url=embedding_server, hnsw_m=8, hnsw_ef_construction=40
+    )
+    index = f"pgv_bulk.{table.index_name}"
+    async with connect(settings, table) as (pool, _):
+        # A reader's open transaction holds the table: the drop waits for it only so long, then gives up.
+        reader = await asyncpg.connect(pg_dsn)
+        try:
+            async with reader.transaction():
+                await reader.fetch("SELECT id FROM pgv_bulk.items")
+                started = time.monotonic()
+                assert not await drop_index(pool, table)
+                waited = time.monotonic() - started
+        finally:
+            await reader.close()
+        limit = float(DROP_LOCK_TIMEOUT.removesuffix("s"))
+        assert limit <= waited < limit + 2
+        assert await pool.fetchval("SELECT to_regclass($1)", index) is not None
+
+        assert await drop_index(pool, table)
+        assert await pool.fetchval("SELECT to_regclass($1)", index) is None
+        assert await build_index(pool, table.target(settings))
+        definition = await pool.fetchval("SELECT pg_get_indexdef($1::regclass)", index)
+        assert "USING hnsw (embedding vector_cosine_ops)" in definition and "m='8'" in definition
+        assert not await build_index(pool, table.target(settings))
+
+
+class SmallSharedMemory:
+    """A connection whose first CREATE INDEX fails as a parallel HNSW build does when the shared memory
+    segment of maintenance_work_mem does not fit in /dev/shm."""
+
+    def __init__(self) -> None:
+        self.statements: list[str] = []
+
+    def transaction(self) -> contextlib.nullcontext[None]:
+        return contextlib.nullcontext()
+
+    async def execute(self, statement: str, timeout: float | None = None) -> str:
+        self.statements.append(statement)
+        if statement.startswith("CREATE INDEX") and sum(s.startswith("CREATE INDEX") for s in self.statements) == 1:
+            raise asyncpg.DiskFullError('could not resize shared memory segment "/PostgreSQL.1" to 536870912 bytes')
+        return "OK"
+
+
+@pytest.mark.asyncio
+async def test_index_build_falls_back_to_one_process_when_shared_memory_is_short(tmp_path: Path) -> None:
+    connection: Any = SmallSharedMemory()
+    await _create_index(connection, example_table("pgv_shm", tmp_path).target(ExampleSettings()))
+    creates = [i for i, statement in enumerate(connection.statements) if statement.startswith("CREATE INDEX")]
+    assert len(creates) == 2
+    assert "SET LOCAL max_parallel_maintenance_workers = 0" in connection.statements[creates[0] : creates[1]]

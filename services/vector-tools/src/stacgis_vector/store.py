@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import asyncpg
 
-from stacgis_common.pgvector import EmbeddedTable
+from stacgis_common.pgvector import EmbeddedTable, EmbeddingTarget, build_index, drop_index
 from stacgis_vector.geometry import QueryBox
 from stacgis_vector.names import like_prefix, or_tsquery
 
@@ -227,6 +228,25 @@ FEATURE_COLUMNS = [
 ]
 
 
+@contextlib.asynccontextmanager
+async def bulk_load(
+    pool: asyncpg.Pool, target: EmbeddingTarget, replacing: Collection[str], incoming: int
+) -> AsyncIterator[None]:
+    """Around the `replace_dataset` calls of one load, which replace the datasets `replacing` with
+    `incoming` rows in all. When those outnumber the rows kept (a first load, or the cities again),
+    the HNSW index is dropped first and built once at the end: inserting tens of thousands of rows into
+    the graph one by one takes several times longer. Searches meanwhile scan exactly, and nothing
+    waits for the build but writers. Whatever happens, the index is there afterwards (also when an
+    earlier load was cut short before building it)."""
+    kept = await pool.fetchval(f"SELECT count(*) FROM {SCHEMA}.features WHERE dataset <> ALL($1)", list(replacing))
+    if incoming > kept:
+        await drop_index(pool, target.table)
+    try:
+        yield
+    finally:
+        await build_index(pool, target)
+
+
 async def replace_dataset(pool: asyncpg.Pool, dataset: dict[str, Any], rows: list[tuple[Any, ...]]) -> None:
     """Swap a dataset's features for `rows` in one transaction: readers see the old or the new set."""
     async with pool.acquire() as connection, connection.transaction():
@@ -252,7 +272,7 @@ async def replace_dataset(pool: asyncpg.Pool, dataset: dict[str, Any], rows: lis
             dataset["summary_properties"],
             dataset["source_checksum"],
         )
-        # Every row also goes into the HNSW index: tens of thousands take minutes, not the pool's 60 s.
+        # With the HNSW index in place every row also goes into it: thousands take a minute, not the pool's 60 s.
         await connection.copy_records_to_table(
             "features", schema_name=SCHEMA, columns=FEATURE_COLUMNS, records=rows, timeout=3600
         )
