@@ -51,7 +51,7 @@ def prepare_data(env: dict[str, str], present: Sequence[Service]) -> None:
         )
     if "vector-tools" in names:
         run_step(
-            "vector-tools: loading datasets (the first run embeds ~34k place names: 1-2 min; later runs skip)",
+            "vector-tools: loading datasets (the first run embeds and indexes ~37k place names: about 3 min)",
             [python, "-m", "stacgis_vector.load", "--cache", str(LOCAL / "cache")],
             env,
         )
