@@ -2,10 +2,40 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+from pathlib import Path
 from typing import Any
 
 import httpx
+
+from stacgis_model_server.model_file import DEFAULT_MODEL_PATH, is_verified
+
+REAL = "qwen2.5-coder:1.5b"
+# One context for every real-model server of the suite: the largest product tool group as published
+# (raster-tools, about 4,400 tokens with its system prompt) fits, so one loaded model serves every test.
+REAL_CONTEXT = 8192
+
+
+def real_model_problem() -> str | None:
+    """Why the real back end cannot run here, or None when it can."""
+    if importlib.util.find_spec("llama_cpp") is None or not is_verified(DEFAULT_MODEL_PATH):
+        return f"llama-cpp-python or the verified model file {DEFAULT_MODEL_PATH} is missing (make setup builds both)"
+    return None
+
+
+def real_env(port: int, state_dir: Path, **extra: str) -> dict[str, str]:
+    """The environment of a model server that preloads the real model with the suite's context."""
+    return {
+        "MODEL_SERVER_PORT": str(port),
+        "MODEL_SERVER_LLAMA_CONTEXT": str(REAL_CONTEXT),
+        "MODEL_SERVER_STATE_DIR": str(state_dir),
+        "MODEL_SERVER_PRELOAD": "true",
+        # No embedding model (a folder without one): these servers answer chats only, and preloading
+        # sentence-transformers and torch would add seconds to every start.
+        "MODEL_SERVER_EMBEDDING_PATH": str(state_dir / "no-embedding-model"),
+        **{f"MODEL_SERVER_{key.upper()}": value for key, value in extra.items()},
+    }
 
 
 async def add_rules(client: httpx.AsyncClient, *rules: dict[str, Any]) -> None:

@@ -56,3 +56,13 @@ def as_offered_by_orchestrator(tools: list[dict[str, Any]]) -> list[dict[str, An
         ollama_tool(t["function"]["name"], t["function"]["description"], sanitize_schema(t["function"]["parameters"]))
         for t in tools
     ]
+
+
+def unchanged_first(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The same tools, those the orchestrator's rewrite leaves as they are first (each part in its order).
+
+    A prompt as published and the same prompt as offered then share everything up to the first
+    rewritten tool, and the model reuses that prefix instead of reading it again.
+    """
+    pairs = list(zip(tools, as_offered_by_orchestrator(tools), strict=True))
+    return [tool for tool, offered in pairs if tool == offered] + [tool for tool, offered in pairs if tool != offered]

@@ -1,62 +1,29 @@
 """The real back end (Qwen2.5-Coder-1.5B-Instruct through llama-cpp-python), and the server without it.
 
-Prompts are short and answers capped so each test takes seconds once the model is loaded. The
-server runs with a small context (2048) so the overflow check needs no long prompt evaluation.
+Prompts are short and answers capped so each test takes seconds once the model is loaded (once per
+session: the `real_server` fixture of conftest.py). A prompt over the window is refused after
+tokenizing, before any evaluation, so the overflow check costs no prompt reading.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import re
 import time
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import pytest_asyncio
-from model_server_helpers import stream_ndjson, tool_schema, user
+from model_server_helpers import REAL, REAL_CONTEXT, real_env, real_model_problem, stream_ndjson, tool_schema, user
 
 from stacgis_common.testing import RunningService, free_port, run_service
-from stacgis_model_server.model_file import DEFAULT_MODEL_PATH, is_verified
+from stacgis_model_server.model_file import DEFAULT_MODEL_PATH
 
-REAL = "qwen2.5-coder:1.5b"
-CONTEXT = 2048
+CONTEXT = REAL_CONTEXT
 
-needs_model = pytest.mark.skipif(
-    importlib.util.find_spec("llama_cpp") is None or not is_verified(DEFAULT_MODEL_PATH),
-    reason=f"llama-cpp-python or the verified model file {DEFAULT_MODEL_PATH} is missing (make setup builds both)",
-)
-
-
-def real_env(port: int, state_dir: Path, **extra: str) -> dict[str, str]:
-    return {
-        "MODEL_SERVER_PORT": str(port),
-        "MODEL_SERVER_LLAMA_CONTEXT": str(CONTEXT),
-        "MODEL_SERVER_STATE_DIR": str(state_dir),
-        "MODEL_SERVER_PRELOAD": "true",
-        **{f"MODEL_SERVER_{key.upper()}": value for key, value in extra.items()},
-    }
-
-
-@pytest.fixture(scope="module")
-def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningService]:
-    if importlib.util.find_spec("llama_cpp") is None or not is_verified(DEFAULT_MODEL_PATH):
-        pytest.skip(f"the verified model file {DEFAULT_MODEL_PATH} is missing (make setup builds it)")
-    port = free_port()
-    state_dir = tmp_path_factory.mktemp("states")
-    # A high threshold: these tests do not save states (the warm-restart test does).
-    with run_service("stacgis_model_server", real_env(port, state_dir, state_min_tokens="100000"), port) as service:
-        yield service
-
-
-@pytest_asyncio.fixture
-async def real(real_server: RunningService) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=real_server.url, timeout=300) as http:
-        yield http
+needs_model = pytest.mark.skipif(real_model_problem() is not None, reason=str(real_model_problem()))
 
 
 def weather_tools() -> list[dict[str, Any]]:
@@ -139,7 +106,7 @@ async def test_text_streams_token_by_token_with_real_counts(real: httpx.AsyncCli
 @needs_model
 @pytest.mark.asyncio
 async def test_a_prompt_longer_than_the_window_is_a_400_with_the_numbers(real: httpx.AsyncClient) -> None:
-    long_text = " ".join(f"river{i}" for i in range(1500))
+    long_text = " ".join(f"river{i}" for i in range(CONTEXT))
     response = await real.post("/api/chat", json={"model": REAL, "messages": [user(long_text)], "stream": False})
 
     assert response.status_code == 400

@@ -5,58 +5,30 @@ names the tool when one tool is the reason), and the server still answers its he
 all of them. Requests for constrained output (Ollama `format`, OpenAI `response_format`, a forced
 `tool_choice`) are refused with a 400, since this back end builds no grammars.
 
-The server runs with an 8k context so every group of product tools fits; answers are capped at a
-few tokens, so the time goes into reading the prompts.
+The server (conftest.py's `real_server`) runs with an 8k context so every group of product tools
+fits; answers are capped at a few tokens, so the time goes into reading the prompts. The model
+reuses the longest prefix a prompt shares with the previous one, so requests that offer the same
+tools are sent one after the other (the OpenAI test first, then the product groups with the
+frontend first, each group as published and then as the orchestrator offers it).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
 import pytest
-import pytest_asyncio
-from model_server_helpers import user
-from product_tools import as_offered_by_orchestrator, ollama_tool, product_tool_groups
+from model_server_helpers import REAL, REAL_CONTEXT, real_model_problem, user
+from product_tools import as_offered_by_orchestrator, ollama_tool, product_tool_groups, unchanged_first
 
-from stacgis_common.testing import RunningService, free_port, run_service
+from stacgis_common.testing import RunningService
 from stacgis_model_server.capabilities import MAX_SCHEMA_DEPTH, json_depth
-from stacgis_model_server.model_file import DEFAULT_MODEL_PATH, is_verified
 
-REAL = "qwen2.5-coder:1.5b"
-CONTEXT = 8192
+CONTEXT = REAL_CONTEXT
 ANSWER_TOKENS = 4
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        importlib.util.find_spec("llama_cpp") is None or not is_verified(DEFAULT_MODEL_PATH),
-        reason=f"llama-cpp-python or the verified model file {DEFAULT_MODEL_PATH} is missing (make setup builds both)",
-    ),
-]
-
-
-@pytest.fixture(scope="module")
-def schema_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningService]:
-    port = free_port()
-    env = {
-        "MODEL_SERVER_PORT": str(port),
-        "MODEL_SERVER_LLAMA_CONTEXT": str(CONTEXT),
-        "MODEL_SERVER_STATE_DIR": str(tmp_path_factory.mktemp("states")),
-        "MODEL_SERVER_STATE_MIN_TOKENS": "100000",
-        "MODEL_SERVER_PRELOAD": "true",
-    }
-    with run_service("stacgis_model_server", env, port) as service:
-        yield service
-
-
-@pytest_asyncio.fixture
-async def real(schema_server: RunningService) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=schema_server.url, timeout=900) as http:
-        yield http
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(real_model_problem() is not None, reason=str(real_model_problem()))]
 
 
 def assert_alive(server: RunningService) -> None:
@@ -141,27 +113,65 @@ HOSTILE: dict[str, dict[str, Any]] = {
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize("rewritten", [False, True], ids=["as_published", "as_offered_by_orchestrator"])
-async def test_every_product_tool_group_gets_an_answer(
-    real: httpx.AsyncClient, schema_server: RunningService, rewritten: bool
+async def test_the_openai_endpoint_answers_with_every_frontend_tool_and_refuses_constraints(
+    real: httpx.AsyncClient, real_server: RunningService
 ) -> None:
+    # The frontend tools in the order the next test sends them first, answered last: that test then
+    # reads only its own question (the prompts differ from the user turn on).
+    tools = unchanged_first((await product_tool_groups())["frontend"])
+    chart = next(t for t in tools if t["function"]["name"] == "generate_chart")
+    base = {
+        "model": REAL,
+        "messages": [user("Chart the monthly rainfall.")],
+        "tools": tools,
+        "max_tokens": ANSWER_TOKENS,
+        "temperature": 0,
+    }
+
+    # "none" offers no tools, so the answer is plain text with no tool call.
+    no_tools = await real.post("/v1/chat/completions", json={**base, "tool_choice": "none"})
+    assert no_tools.status_code == 200, no_tools.text
+    assert not no_tools.json()["choices"][0]["message"].get("tool_calls")
+
+    choice = {"type": "function", "function": {"name": "generate_chart"}}
+    forced = await real.post("/v1/chat/completions", json={**base, "tool_choice": choice})
+    assert forced.status_code == 400, forced.text
+    assert "generate_chart" in error_of(forced) and "tool_choice" in error_of(forced)
+
+    schema_format = {"type": "json_schema", "json_schema": {"name": "chart", "schema": chart["function"]["parameters"]}}
+    constrained = await real.post("/v1/chat/completions", json={**base, "response_format": schema_format})
+    assert constrained.status_code == 400, constrained.text
+    assert "response_format" in error_of(constrained)
+
+    answered = await real.post("/v1/chat/completions", json=base)
+    assert answered.status_code == 200, answered.text
+    assert answered.json()["choices"][0]["message"]["role"] == "assistant"
+    assert_alive(real_server)
+
+
+@pytest.mark.asyncio
+async def test_every_product_tool_group_gets_an_answer(real: httpx.AsyncClient, real_server: RunningService) -> None:
     groups = await product_tool_groups()
     # Every server and the frontend publish tools: an empty collection would make this test vacuous.
     assert set(groups) == {"raster-tools", "vector-tools", "knowledge-tools", "memory-tools", "frontend"}
     assert all(groups.values()), groups
-    for group, tools in groups.items():
-        offered = as_offered_by_orchestrator(tools) if rewritten else tools
-        response = await real.post("/api/chat", json=chat_body(offered))
-        assert response.status_code == 200, f"{group}: {response.status_code} {response.text}"
-        body = response.json()
-        assert body["done"] is True and body["message"]["role"] == "assistant", body
-    assert_alive(schema_server)
+    # The frontend first (the test above just read its tools), and each group as published then as
+    # the orchestrator rewrites it, the tools the rewrite keeps first: each request re-reads only
+    # what differs from the one before it.
+    for group in sorted(groups, key=lambda name: name != "frontend"):
+        tools = unchanged_first(groups[group])
+        for variant, offered in (("as published", tools), ("as offered", as_offered_by_orchestrator(tools))):
+            response = await real.post("/api/chat", json=chat_body(offered))
+            assert response.status_code == 200, f"{group} {variant}: {response.status_code} {response.text}"
+            body = response.json()
+            assert body["done"] is True and body["message"]["role"] == "assistant", (group, variant, body)
+    assert_alive(real_server)
 
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize("case", sorted(HOSTILE))
 async def test_a_hostile_tool_schema_gets_an_answer_or_a_named_refusal(
-    real: httpx.AsyncClient, schema_server: RunningService, case: str
+    real: httpx.AsyncClient, real_server: RunningService, case: str
 ) -> None:
     tool = ollama_tool(f"hostile_{case}", "A tool with a hostile argument schema.", HOSTILE[case])
     response = await real.post("/api/chat", json=chat_body([tool]))
@@ -181,13 +191,11 @@ async def test_a_hostile_tool_schema_gets_an_answer_or_a_named_refusal(
     else:
         assert response.status_code == 200, response.text
         assert response.json()["done"] is True
-    assert_alive(schema_server)
+    assert_alive(real_server)
 
 
 @pytest.mark.asyncio
-async def test_a_schema_nested_thousands_deep_is_refused(
-    real: httpx.AsyncClient, schema_server: RunningService
-) -> None:
+async def test_a_schema_nested_thousands_deep_is_refused(real: httpx.AsyncClient, real_server: RunningService) -> None:
     # Deeper than json.dumps can write, so the body is written by hand.
     levels = 5000
     parameters = '{"type":"object","properties":{"a":' * levels + "{}" + "}}" * levels
@@ -198,13 +206,13 @@ async def test_a_schema_nested_thousands_deep_is_refused(
     assert response.status_code == 400, response.text
     message = error_of(response)
     assert "hostile_very_deep" in message or "nested too deeply" in message, message
-    assert_alive(schema_server)
+    assert_alive(real_server)
 
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize("case", sorted(HOSTILE))
 async def test_a_schema_as_ollama_format_is_refused_with_a_reason(
-    real: httpx.AsyncClient, schema_server: RunningService, case: str
+    real: httpx.AsyncClient, real_server: RunningService, case: str
 ) -> None:
     body = chat_body([], format=HOSTILE[case])
     response = await real.post("/api/chat", json=body)
@@ -212,39 +220,4 @@ async def test_a_schema_as_ollama_format_is_refused_with_a_reason(
     assert response.status_code == 400, response.text
     message = error_of(response)
     assert "format" in message or "nested too deeply" in message, message
-    assert_alive(schema_server)
-
-
-@pytest.mark.asyncio
-async def test_the_openai_endpoint_answers_with_every_frontend_tool_and_refuses_constraints(
-    real: httpx.AsyncClient, schema_server: RunningService
-) -> None:
-    tools = (await product_tool_groups())["frontend"]
-    chart = next(t for t in tools if t["function"]["name"] == "generate_chart")
-    base = {
-        "model": REAL,
-        "messages": [user("Chart the monthly rainfall.")],
-        "tools": tools,
-        "max_tokens": ANSWER_TOKENS,
-        "temperature": 0,
-    }
-
-    answered = await real.post("/v1/chat/completions", json=base)
-    assert answered.status_code == 200, answered.text
-    assert answered.json()["choices"][0]["message"]["role"] == "assistant"
-
-    choice = {"type": "function", "function": {"name": "generate_chart"}}
-    forced = await real.post("/v1/chat/completions", json={**base, "tool_choice": choice})
-    assert forced.status_code == 400, forced.text
-    assert "generate_chart" in error_of(forced) and "tool_choice" in error_of(forced)
-
-    schema_format = {"type": "json_schema", "json_schema": {"name": "chart", "schema": chart["function"]["parameters"]}}
-    constrained = await real.post("/v1/chat/completions", json={**base, "response_format": schema_format})
-    assert constrained.status_code == 400, constrained.text
-    assert "response_format" in error_of(constrained)
-
-    # "none" offers no tools, so the answer is plain text with no tool call.
-    no_tools = await real.post("/v1/chat/completions", json={**base, "tool_choice": "none"})
-    assert no_tools.status_code == 200, no_tools.text
-    assert not no_tools.json()["choices"][0]["message"].get("tool_calls")
-    assert_alive(schema_server)
+    assert_alive(real_server)
