@@ -111,15 +111,25 @@ set +m
 if [ -d tests/e2e ] || [ -d frontend/e2e ]; then
   $PY scripts/stack.py down >/dev/null 2>&1
   if ORCHESTRATOR_LLM_MODEL=scripted $PY scripts/stack.py up; then
+    # The browser specs against the stand-in gateway (each its own Vite and fake gateway on free
+    # ports) run in the background beside the suites against the stack; the stack's own specs share
+    # the scripted model's global rules, so they run one at a time after those. Not beside the first
+    # phase: Chromium's GPU process runs at a raised priority and would starve the real-model suites.
+    set -m
+    trap interrupt INT TERM
+    [ -d frontend/e2e ] && start "frontend e2e (stand-in, browser)" \
+      bash -c "cd frontend && npx playwright test --project stand-in --output test-results/stand-in"
     [ -d tests/e2e ] && run "tests/e2e" "${PYTEST[@]}" -q -s tests/e2e
     [ -d tests/observability ] && run "tests/observability" "${PYTEST[@]}" -q tests/observability
     # The eval harness against the scripted model, which plays each task's right calls and answer:
     # anything short of 100 % is a broken harness, oracle or stack.
     [ -d tests/eval ] && run "eval harness (scripted model)" $PY -m tests.eval --scripted on --timeout 60 \
       --min-solvable 100 --min-refusals 100 --results .local/eval/scripted.json --report .local/eval/scripted.md
-    # Both projects (stack, stand-in) one after the other: Chromium's GPU process runs at a raised
-    # priority, so beside the real-model suites of the first phase it would starve their timeouts.
-    [ -d frontend/e2e ] && run "frontend e2e (browser)" bash -c "cd frontend && npx playwright test"
+    [ -d frontend/e2e ] && run "frontend e2e (stack, browser)" \
+      bash -c "cd frontend && npx playwright test --project stack --output test-results/stack"
+    reap_all
+    trap - INT TERM
+    set +m
   else
     failed+=("make up")
   fi
