@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal, TypeVar, get_args
 
 from shapely.geometry.base import BaseGeometry
 
@@ -39,6 +39,7 @@ SortOrder = Literal["datetime", "-datetime", "cloud_cover", "-cloud_cover"]
 SORTS: tuple[SortOrder, ...] = get_args(SortOrder)
 # A band number or name, read against the collection's bands (`selection.select_band`).
 Band = int | str | None
+Choice = TypeVar("Choice", bound=str)
 
 
 @dataclass(frozen=True)
@@ -281,22 +282,21 @@ def cloud_limit(value: object) -> float | None:
     return float(value)
 
 
-def sort_order(value: object) -> SortOrder | None:
-    if value is None:
-        return None
-    for known in SORTS:
+def _one_of(value: object, choices: tuple[Choice, ...], argument: str) -> Choice:
+    """`value` as the choice it equals (typed as that Literal), else an error listing the choices."""
+    for known in choices:
         if value == known:
             return known
-    raise ArgumentError("sortby", f"expected one of {', '.join(SORTS)}")
+    raise ArgumentError(argument, f"expected one of {', '.join(choices)}")
+
+
+def sort_order(value: object) -> SortOrder | None:
+    return None if value is None else _one_of(value, SORTS, "sortby")
 
 
 def composite(value: object) -> Composite:
     """The per-pixel composite over dates, median when none is given."""
-    method = value or "median"
-    for known in COMPOSITES:
-        if method == known:
-            return known
-    raise ArgumentError("composite", f"expected one of {', '.join(COMPOSITES)}")
+    return _one_of(value or "median", COMPOSITES, "composite")
 
 
 def page_size(value: object) -> int:
