@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Literal, TypeVar, get_args
+from typing import Any, Literal, TypeVar, get_args
 
 from shapely.geometry.base import BaseGeometry
 
@@ -207,13 +207,13 @@ def _zero_size(bbox: object) -> tuple[float, float, float, float] | None:
     return (west, south, east, north) if west == east and south == north else None
 
 
-def feature_reference(value: object, argument: str = "geometry") -> FeatureRef:
-    reference = value if isinstance(value, dict) else {}
+def feature_reference(reference: dict[str, Any]) -> FeatureRef:
+    """A `geometry` that `is_feature_reference`, its dataset and id checked."""
     dataset, feature_id = reference.get("dataset"), reference.get("id")
     if not isinstance(dataset, str) or not dataset.strip():
-        raise ArgumentError(argument, "a feature reference needs a non-empty string 'dataset'")
+        raise ArgumentError("geometry", "a feature reference needs a non-empty string 'dataset'")
     if isinstance(feature_id, bool) or not isinstance(feature_id, (str, int)) or str(feature_id) == "":
-        raise ArgumentError(argument, "a feature reference needs an 'id' (string or integer)")
+        raise ArgumentError("geometry", "a feature reference needs an 'id' (string or integer)")
     return FeatureRef(dataset, feature_id)
 
 

@@ -8,7 +8,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 import shapely
@@ -80,7 +80,7 @@ def parse_bbox(value: Any, argument: str = "bbox") -> BBox:
     return west, south, east, north
 
 
-def is_feature_reference(value: Any) -> bool:
+def is_feature_reference(value: Any) -> TypeGuard[dict[str, Any]]:
     return isinstance(value, dict) and set(value) >= FEATURE_REFERENCE_KEYS and "type" not in value
 
 
