@@ -215,7 +215,7 @@ class RasterService(PlaceArguments):
         interval = interval_for(record, period)
         if where is None and record.bbox is not None:
             where = BoxArea(parse_bbox(record.bbox))  # no area named: the whole collection
-        area, _ = await self.located_area(where, token)
+        area = await self.area(where, token)  # a place was summarised by `zonal` above
         items, note = await self.latest_or_matching(
             record, interval, area.geometry.bounds, self.settings.max_change_items_per_period, area.argument
         )
