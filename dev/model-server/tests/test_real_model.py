@@ -21,8 +21,6 @@ from model_server_helpers import REAL, REAL_CONTEXT, real_env, real_model_proble
 from stacgis_common.testing import RunningService, free_port, run_service
 from stacgis_model_server.model_file import DEFAULT_MODEL_PATH
 
-CONTEXT = REAL_CONTEXT
-
 needs_model = pytest.mark.skipif(real_model_problem() is not None, reason=str(real_model_problem()))
 
 
@@ -106,13 +104,13 @@ async def test_text_streams_token_by_token_with_real_counts(real: httpx.AsyncCli
 @needs_model
 @pytest.mark.asyncio
 async def test_a_prompt_longer_than_the_window_is_a_400_with_the_numbers(real: httpx.AsyncClient) -> None:
-    long_text = " ".join(f"river{i}" for i in range(CONTEXT))
+    long_text = " ".join(f"river{i}" for i in range(REAL_CONTEXT))
     response = await real.post("/api/chat", json={"model": REAL, "messages": [user(long_text)], "stream": False})
 
     assert response.status_code == 400
     match = re.search(r"the prompt is (\d+) tokens, more than the context window of (\d+)", response.json()["error"])
     assert match is not None, response.text
-    assert int(match.group(2)) == CONTEXT and int(match.group(1)) > CONTEXT
+    assert int(match.group(2)) == REAL_CONTEXT and int(match.group(1)) > REAL_CONTEXT
 
     smaller = await real.post(
         "/api/chat",
@@ -227,7 +225,7 @@ async def test_disconnect_stops_the_real_model(real: httpx.AsyncClient) -> None:
 @pytest.mark.asyncio
 async def test_show_reports_the_real_context_and_thinking_is_refused(real: httpx.AsyncClient) -> None:
     show = (await real.post("/api/show", json={"model": REAL})).json()
-    assert show["model_info"]["qwen2.context_length"] == CONTEXT
+    assert show["model_info"]["qwen2.context_length"] == REAL_CONTEXT
     assert set(show["capabilities"]) == {"completion", "tools"}
 
     response = await real.post("/api/chat", json={"model": REAL, "think": True, "messages": [user("hi")]})
@@ -327,7 +325,7 @@ def test_a_bad_saved_state_is_dropped_and_the_server_still_serves(tmp_path: Path
 
     state_dir = tmp_path / "states"
     state_dir.mkdir()
-    key = f"{DEFAULT_MODEL_PATH.stem}-{DEFAULT_MODEL_PATH.stat().st_size}-ctx{CONTEXT}"
+    key = f"{DEFAULT_MODEL_PATH.stem}-{DEFAULT_MODEL_PATH.stat().st_size}-ctx{REAL_CONTEXT}"
     bad = state_dir / f"{key}.1.npz"
     np.savez(bad, tokens=np.arange(10, dtype=np.int32), state=np.zeros(100, dtype=np.uint8))
     port = free_port()

@@ -25,7 +25,6 @@ from product_tools import as_offered_by_orchestrator, ollama_tool, product_tool_
 from stacgis_common.testing import RunningService
 from stacgis_model_server.capabilities import MAX_SCHEMA_DEPTH, json_depth
 
-CONTEXT = REAL_CONTEXT
 ANSWER_TOKENS = 4
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(real_model_problem() is not None, reason=str(real_model_problem()))]
@@ -187,7 +186,7 @@ async def test_a_hostile_tool_schema_gets_an_answer_or_a_named_refusal(
         # Only a prompt over the window may be refused, and the refusal names the tool that weighs most.
         message = error_of(response)
         assert "context window" in message and f"hostile_{case}" in message, message
-        assert prompt_chars > CONTEXT, prompt_chars
+        assert prompt_chars > REAL_CONTEXT, prompt_chars
     else:
         assert response.status_code == 200, response.text
         assert response.json()["done"] is True
