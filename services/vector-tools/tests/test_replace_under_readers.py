@@ -50,9 +50,9 @@ async def replace_under_readers(
     target: EmbeddingTarget,
     dataset: dict[str, Any],
     rows: list[tuple[Any, ...]],
-) -> tuple[set[tuple[int, int, int]], float, bool]:
+) -> tuple[set[tuple[int, int, int]], float, bool, bool]:
     """Replace the dataset inside bulk_load while a reader polls it: the states seen, the slowest read,
-    and whether the vector index was seen missing."""
+    whether the vector index was seen missing, and whether bulk_load says it built the index."""
     seen: set[tuple[int, int, int]] = set()
     slowest = 0.0
     index_missing = False
@@ -70,13 +70,13 @@ async def replace_under_readers(
     reading = asyncio.create_task(read())
     try:
         await asyncio.sleep(0.2)
-        async with store.bulk_load(owner, target, [DATASET], len(rows)):
+        async with store.bulk_load(owner, target, [DATASET], len(rows)) as index:
             await store.replace_dataset(owner, dataset, rows)
         await asyncio.sleep(0.2)
     finally:
         done.set()
         await reading
-    return seen, slowest, index_missing
+    return seen, slowest, index_missing, index.seconds is not None
 
 
 async def top_refs(url: str, names: list[str]) -> dict[str, Any]:
@@ -124,13 +124,14 @@ async def test_replace_shows_readers_the_old_or_the_new_set_and_search_finds_the
 
         n = len(old_rows)
         new_rows = [(*row[:id_column], row[id_column] + MARK, *row[id_column + 1 :]) for row in old_rows]
-        seen, slowest, index_missing = await replace_under_readers(owner, reader, target, dataset, new_rows)
+        seen, slowest, index_missing, rebuilt = await replace_under_readers(owner, reader, target, dataset, new_rows)
         assert seen == {(n, n, 0), (n, n, n)}, "a reader saw a mix, an empty set or a wrong count"
         assert slowest < READER_LIMIT_SECONDS
         assert index_missing, "the load should have dropped the vector index and built it after the copy"
+        assert rebuilt, "bulk_load should report the index build it made"
 
         # Back to the stored rows: the same swap, and search finds what it found before.
-        seen, slowest, _ = await replace_under_readers(owner, reader, target, dataset, old_rows)
+        seen, slowest, _, _ = await replace_under_readers(owner, reader, target, dataset, old_rows)
         assert seen == {(n, n, n), (n, n, 0)}
         assert slowest < READER_LIMIT_SECONDS
         assert await owner.fetchval("SELECT to_regclass($1)", INDEX) is not None

@@ -118,16 +118,15 @@ async def run(cache_dir: Path, names: list[str], options: LoadOptions, force: bo
             target = store.EMBEDDINGS.target(settings)
             async with store.bulk_load(
                 pool, target, [row["id"] for row, _, _ in loads], sum(len(r) for _, r, _ in loads)
-            ):
+            ) as index:
                 for row, rows, embedding_seconds in loads:
                     started = time.monotonic()
                     await store.replace_dataset(pool, row, rows)
                     seconds = embedding_seconds + time.monotonic() - started
                     print(f"{row['id']}: loaded {len(rows)} features in {seconds:.1f} s", flush=True)
-                loaded = time.monotonic()
-            # bulk_load builds the vector index on leaving when the load dropped it.
-            if (seconds := time.monotonic() - loaded) >= 1:
-                print(f"vector index: built in {seconds:.1f} s", flush=True)
+            # bulk_load builds the vector index on leaving when the load dropped it (or found it missing).
+            if index.seconds is not None:
+                print(f"vector index: built in {index.seconds:.1f} s", flush=True)
     except (FetchError, EmbeddingError, EmbeddingMismatch) as error:
         print(f"load failed: {error}", file=sys.stderr)
         return 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections.abc import AsyncIterator, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -228,10 +229,17 @@ FEATURE_COLUMNS = [
 ]
 
 
+@dataclass
+class IndexBuild:
+    """What `bulk_load` did to the vector index on leaving: the seconds its build took, None if none."""
+
+    seconds: float | None = None
+
+
 @contextlib.asynccontextmanager
 async def bulk_load(
     pool: asyncpg.Pool, target: EmbeddingTarget, replacing: Collection[str], incoming: int
-) -> AsyncIterator[None]:
+) -> AsyncIterator[IndexBuild]:
     """Around the `replace_dataset` calls of one load, which replace the datasets `replacing` with
     `incoming` rows in all. When those outnumber the rows kept (a first load, or the cities again),
     the HNSW index is dropped first and built once at the end: inserting tens of thousands of rows into
@@ -241,10 +249,13 @@ async def bulk_load(
     kept = await pool.fetchval(f"SELECT count(*) FROM {SCHEMA}.features WHERE dataset <> ALL($1)", list(replacing))
     if incoming > kept:
         await drop_index(pool, target.table)
+    build = IndexBuild()
     try:
-        yield
+        yield build
     finally:
-        await build_index(pool, target)
+        started = time.monotonic()
+        if await build_index(pool, target):
+            build.seconds = time.monotonic() - started
 
 
 async def replace_dataset(pool: asyncpg.Pool, dataset: dict[str, Any], rows: list[tuple[Any, ...]]) -> None:
