@@ -13,6 +13,7 @@ from fastapi import FastAPI
 from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from stacgis_common.health import Notice, health_routes
 from stacgis_common.http_app import kernel_middleware, kernel_routes
 from stacgis_common.http_errors import REFUSAL_ROWS, ErrorTable
 
@@ -77,3 +78,30 @@ async def test_the_kernel_serves_probes_metrics_and_the_one_error_body() -> None
         metrics = (await client.get("/metrics")).text
     assert requests_counted(metrics, service, "/bug", 500) == 1
     assert requests_counted(metrics, service, "/readyz", 503) == 1
+
+
+@pytest.mark.asyncio
+async def test_a_check_passing_with_a_notice_keeps_the_service_ready_and_says_it() -> None:
+    async def fine() -> None:
+        return None
+
+    said = "loading cities (embedding 1,024 of 4,096)"
+
+    async def arriving() -> Notice:
+        return Notice(said)
+
+    async def down() -> Notice:
+        raise ConnectionError("refused")
+
+    app = FastAPI()
+    app.router.routes.extend(health_routes({"store": fine, "data": arriving}))
+    failing = FastAPI()
+    failing.router.routes.extend(health_routes({"data": arriving, "model": down}))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://kernel") as client:
+        ready = await client.get("/readyz")
+    assert ready.status_code == 200
+    assert ready.json() == {"status": "ok", "checks": {"store": "ok", "data": said}}
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=failing), base_url="http://kernel") as client:
+        unready = await client.get("/readyz")
+    # A notice never hides a failing check.
+    assert unready.status_code == 503 and unready.json()["checks"]["model"].startswith("error: ConnectionError")

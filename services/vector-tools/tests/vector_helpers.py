@@ -48,8 +48,9 @@ def intersecting(geometries: dict[str, shapely.Geometry], boxes: list[tuple[floa
     return {key for key, hit in zip(keys, hits, strict=True) if hit}
 
 
-def run_loader(env: dict[str, str], *extra: str) -> subprocess.CompletedProcess[str]:
-    command = [
+def loader_command(*extra: str) -> list[str]:
+    """`python -m stacgis_vector.load` over the shared cache, cities of MIN_POPULATION or more, then `extra`."""
+    return [
         sys.executable,
         "-m",
         "stacgis_vector.load",
@@ -59,6 +60,15 @@ def run_loader(env: dict[str, str], *extra: str) -> subprocess.CompletedProcess[
         str(MIN_POPULATION),
         *extra,
     ]
+
+
+def run_loader(env: dict[str, str], *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        command, env={**os.environ, **env}, capture_output=True, text=True, timeout=900, cwd=REPO_ROOT, check=False
+        loader_command(*extra),
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=REPO_ROOT,
+        check=False,
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -13,18 +14,28 @@ Check = Callable[[], Awaitable[object]]
 CHECK_TIMEOUT_SECONDS = 2.0
 
 
+@dataclass(frozen=True)
+class Notice:
+    """What a check returns to pass with something said: ready, but part of the data is still arriving
+    (place names being loaded). Reported as its text; the service stays ready and gets traffic."""
+
+    text: str
+
+
 async def run_checks(checks: Mapping[str, Check]) -> tuple[bool, dict[str, str]]:
-    async def one(check: Check) -> str:
+    failed: set[str] = set()
+
+    async def one(name: str, check: Check) -> str:
         try:
-            await asyncio.wait_for(check(), CHECK_TIMEOUT_SECONDS)
-            return "ok"
+            result = await asyncio.wait_for(check(), CHECK_TIMEOUT_SECONDS)
         except Exception as error:  # noqa: BLE001 - readiness reports any failure
+            failed.add(name)
             return f"error: {type(error).__name__}: {error}"[:300]
+        return result.text[:300] if isinstance(result, Notice) else "ok"
 
     names = list(checks)
-    results = await asyncio.gather(*(one(checks[name]) for name in names))
-    report = dict(zip(names, results, strict=True))
-    return all(result == "ok" for result in results), report
+    results = await asyncio.gather(*(one(name, checks[name]) for name in names))
+    return not failed, dict(zip(names, results, strict=True))
 
 
 def health_routes(readiness: Mapping[str, Check] | None = None) -> list[Route]:

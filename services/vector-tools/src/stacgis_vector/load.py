@@ -9,19 +9,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import functools
 import hashlib
 import json
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import numpy as np
 import shapely
 
 from stacgis_common.embeddings import EmbeddingError, EmbeddingsClient
 from stacgis_common.packages import FetchError, PackageCache
-from stacgis_common.pgvector import EmbeddingMismatch
+from stacgis_common.pgvector import EmbeddingMismatch, EmbeddingTarget
 from stacgis_common.pgvector_runtime import connect
 from stacgis_common.settings import load_settings
 from stacgis_vector import store
@@ -66,7 +70,10 @@ def feature_row(dataset: str, record: FeatureRecord, vector: list[float]) -> tup
     )
 
 
-async def embed_all(client: EmbeddingsClient, texts: list[str], label: str) -> list[list[float]]:
+async def embed_all(
+    client: EmbeddingsClient, texts: list[str], label: str, progress: Callable[[int], Awaitable[None]]
+) -> list[list[float]]:
+    """The texts' vectors, a chunk at a time; after each chunk the count done is printed and given to `progress`."""
     vectors: list[list[float]] = []
     started = time.monotonic()
     chunk = 1024
@@ -74,6 +81,7 @@ async def embed_all(client: EmbeddingsClient, texts: list[str], label: str) -> l
         vectors.extend(await client.embed(texts[start : start + chunk]))
         rate = len(vectors) / max(time.monotonic() - started, 1e-9)
         print(f"  {label}: embedded {len(vectors)}/{len(texts)} ({rate:.0f}/s)", file=sys.stderr, flush=True)
+        await progress(len(vectors))
     return vectors
 
 
@@ -106,31 +114,46 @@ async def run(cache_dir: Path, names: list[str], options: LoadOptions, force: bo
                     print(f"{name}: already loaded from the same sources, skipped", flush=True)
                     continue
                 pending.append((data, checksum))
-            # All embedded before the first copy: an index bulk_load drops is missing for the copies and its build only.
-            loads: list[tuple[dict[str, Any], list[tuple[Any, ...]], float]] = []
-            for data, checksum in pending:
-                started = time.monotonic()
-                vectors = await embed_all(client, [record.embedding_text for record in data.records], data.id)
-                rows = [
-                    feature_row(data.id, record, vector) for record, vector in zip(data.records, vectors, strict=True)
-                ]
-                loads.append((dataset_row(data, checksum), rows, time.monotonic() - started))
-            target = store.EMBEDDINGS.target(settings)
-            async with store.bulk_load(
-                pool, target, [row["id"] for row, _, _ in loads], sum(len(r) for _, r, _ in loads)
-            ) as index:
-                for row, rows, embedding_seconds in loads:
-                    started = time.monotonic()
-                    await store.replace_dataset(pool, row, rows)
-                    seconds = embedding_seconds + time.monotonic() - started
-                    print(f"{row['id']}: loaded {len(rows)} features in {seconds:.1f} s", flush=True)
-            # bulk_load builds the vector index on leaving when the load dropped it (or found it missing).
-            if index.seconds is not None:
-                print(f"vector index: built in {index.seconds:.1f} s", flush=True)
+            try:
+                await swap_in(pool, client, store.EMBEDDINGS.target(settings), pending)
+            except BaseException:
+                # A dataset swapped in took its progress row with it; the rest would read as loading forever.
+                with contextlib.suppress(Exception):
+                    await store.forget_loads(pool, [data.id for data, _ in pending])
+                raise
     except (FetchError, EmbeddingError, EmbeddingMismatch) as error:
         print(f"load failed: {error}", file=sys.stderr)
         return 1
     return 0
+
+
+async def swap_in(
+    pool: asyncpg.Pool, client: EmbeddingsClient, target: EmbeddingTarget, pending: list[tuple[DatasetData, str]]
+) -> None:
+    """Embed every pending dataset, then swap each in, recording in vector.loads how far each is:
+    services already serving say which place names are still arriving."""
+    for data, _ in pending:
+        await store.record_load(pool, data.id, "embedding", 0, len(data.records))
+    # All embedded before the first copy: an index bulk_load drops is missing for the copies and its build only.
+    loads: list[tuple[dict[str, Any], list[tuple[Any, ...]], float]] = []
+    for data, checksum in pending:
+        started = time.monotonic()
+        progress = functools.partial(store.record_load, pool, data.id, "embedding", total=len(data.records))
+        vectors = await embed_all(client, [record.embedding_text for record in data.records], data.id, progress)
+        rows = [feature_row(data.id, record, vector) for record, vector in zip(data.records, vectors, strict=True)]
+        loads.append((dataset_row(data, checksum), rows, time.monotonic() - started))
+    async with store.bulk_load(
+        pool, target, [row["id"] for row, _, _ in loads], sum(len(r) for _, r, _ in loads)
+    ) as index:
+        for row, rows, embedding_seconds in loads:
+            started = time.monotonic()
+            await store.record_load(pool, row["id"], "writing", len(rows), len(rows))
+            await store.replace_dataset(pool, row, rows)
+            seconds = embedding_seconds + time.monotonic() - started
+            print(f"{row['id']}: loaded {len(rows)} features in {seconds:.1f} s", flush=True)
+    # bulk_load builds the vector index on leaving when the load dropped it (or found it missing).
+    if index.seconds is not None:
+        print(f"vector index: built in {index.seconds:.1f} s", flush=True)
 
 
 def main() -> None:

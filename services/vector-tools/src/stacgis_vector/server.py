@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from stacgis_common.auth import verified_identity
+from stacgis_common.health import Check, Notice
 from stacgis_common.http_errors import REFUSAL_ROWS, Conflict, ErrorTable
 from stacgis_common.mcp_app import build_tool_server_app, compact_result, create_mcp_server
 from stacgis_common.pgvector_runtime import PgvectorRuntime
@@ -116,8 +117,8 @@ ERRORS = ErrorTable(REFUSAL_ROWS, what="the vector-tools request")
 
 
 def internal_routes(runtime: Runtime, settings: VectorSettings) -> list[BaseRoute]:
-    """GET /features/..., /places/resolve, /places/search and /places/labels: for other services, behind the
-    internal token."""
+    """GET /features/..., /places/resolve, /places/search, /places/labels and /places/status: for other
+    services, behind the internal token."""
 
     async def answer(
         request: Request, counted: Counter, call: Callable[[VectorService], Awaitable[Response]]
@@ -182,8 +183,18 @@ def internal_routes(runtime: Runtime, settings: VectorSettings) -> list[BaseRout
 
         return await answer(request, PLACE_REQUESTS, labels)
 
+    async def place_status_endpoint(request: Request) -> Response:
+        """GET /places/status: the datasets in and those still loading, for the map to say which place names
+        are still arriving."""
+
+        async def load_status(service: VectorService) -> Response:
+            return JSONResponse(await service.load_status())
+
+        return await answer(request, PLACE_REQUESTS, load_status)
+
     return [
         Route("/features/{dataset}/{feature_id}", feature_endpoint, methods=["GET"]),
+        Route("/places/status", place_status_endpoint, methods=["GET"]),
         Route("/places/resolve", place_endpoint, methods=["GET"]),
         Route("/places/search", place_search_endpoint, methods=["GET"]),
         Route("/places/labels", place_labels_endpoint, methods=["GET"]),
@@ -198,12 +209,31 @@ def build_server(settings: VectorSettings) -> tuple[MCPServer[Any], Runtime]:
     return server, runtime
 
 
+def datasets_check(runtime: Runtime) -> Check:
+    """Readiness's word on the data: ready either way (what is in is served), but /readyz says which datasets
+    are still loading or stalled, or that none is loaded."""
+
+    async def datasets() -> Notice | None:
+        status = await runtime.get().load_status()
+        if not status["datasets"]:
+            return Notice("no datasets loaded: run python -m stacgis_vector.load")
+        said = []
+        for entry in status["datasets"]:
+            if entry["state"] == "loading":
+                said.append(f"loading {entry['id']} ({entry['stage']} {entry['done']:,} of {entry['total']:,})")
+            elif entry["state"] == "stalled":
+                said.append(f"stalled {entry['id']} (no progress for {entry['updated_seconds_ago']:.0f} s)")
+        return Notice("; ".join(said)) if said else None
+
+    return datasets
+
+
 def create_app(settings: VectorSettings) -> Starlette:
     server, runtime = build_server(settings)
     return build_tool_server_app(
         server,
         settings,
-        readiness=runtime.readiness(),
+        readiness={**runtime.readiness(), "datasets": datasets_check(runtime)},
         extra_routes=internal_routes(runtime, settings),
         lifespan=runtime.lifespan,
     )

@@ -68,8 +68,24 @@ class VectorService:
         known = await store.dataset_ids(self.pool)
         if not isinstance(value, str) or value not in known:
             listed = ", ".join(known) if known else "none are loaded yet"
-            raise ArgumentError("dataset", f"unknown dataset {value!r}; known datasets: {listed}")
+            message = f"unknown dataset {value!r}; known datasets: {listed}"
+            raise ArgumentError("dataset", await self._with_loading(message))
         return value
+
+    async def _loading(self) -> str | None:
+        """What is still being loaded, as a sentence for a tool's answer; None once everything is in."""
+        loading = [entry for entry in (await self.load_status())["datasets"] if entry["state"] == "loading"]
+        if not loading:
+            return None
+        parts = [f"{entry['id']} ({entry['stage']} {entry['done']:,} of {entry['total']:,})" for entry in loading]
+        return (
+            f"place data is still being loaded: {', '.join(parts)}; what those datasets hold cannot be found"
+            " until the load ends (minutes), so retry then"
+        )
+
+    async def _with_loading(self, message: str) -> str:
+        loading = await self._loading()
+        return f"{message}. Note: {loading}" if loading else message
 
     async def _embed(self, text: str) -> list[float]:
         try:
@@ -78,6 +94,27 @@ class VectorService:
             raise ToolError(f"semantic search is unavailable: {error}") from None
 
     # -- tools -------------------------------------------------------------------------------
+
+    async def load_status(self) -> dict[str, Any]:
+        """The datasets in and those still loading (python -m stacgis_vector.load running beside the service):
+        {"loading": any still arriving, "datasets": [{"id", "state": "loaded"|"loading"|"stalled", ...}]}.
+        A dataset being reloaded is listed as loading, its previous features still served meanwhile."""
+        loads, datasets = await store.loads_and_datasets(self.pool)
+        entries: dict[str, dict[str, Any]] = {
+            row["id"]: {"id": row["id"], "state": "loaded", "features": row["feature_count"]} for row in datasets
+        }
+        for row in loads:
+            idle = float(row["idle"])
+            entries[row["dataset"]] = {
+                "id": row["dataset"],
+                "state": "stalled" if idle > self.settings.load_stalled_seconds else "loading",
+                "stage": row["stage"],
+                "done": row["done"],
+                "total": row["total"],
+                "updated_seconds_ago": round(idle, 1),
+            }
+        listed = [entries[key] for key in sorted(entries)]
+        return {"loading": any(entry["state"] == "loading" for entry in listed), "datasets": listed}
 
     async def list_datasets(self) -> dict[str, Any]:
         datasets = await store.list_datasets(self.pool)
@@ -119,7 +156,11 @@ class VectorService:
         results = []
         for entry in fused[:count]:
             results.append({**feature_summary(rows[entry.key]), **entry.result_fields(similarity)})
-        return {"query": text, "results": results, "count": len(results)}
+        answer: dict[str, Any] = {"query": text, "results": results, "count": len(results)}
+        loading = await self._loading()
+        if loading is not None:
+            answer["note"] = loading
+        return answer
 
     async def get_feature(self, dataset: Any, feature_id: Any, simplify: Any) -> dict[str, Any]:
         name = await self._dataset(dataset)
@@ -214,6 +255,10 @@ class VectorService:
         try:
             return await places.resolve(self.pool, text, only)
         except places.PlaceNotFound as error:
+            loading = await self._loading()
+            if loading is not None:
+                # Berlin is not missing, its city is not in yet: say so instead of offering near names.
+                raise places.PlaceNotFound(error.argument, f"{error.detail}. Note: {loading}", []) from None
             if error.suggestions or "/" in text:
                 raise
             # Near names from the hybrid search, offered to choose from, never used as the answer.

@@ -204,6 +204,35 @@ async def most_populous_in(pool: asyncpg.Pool, dataset: str, box: QueryBox, limi
     return rows
 
 
+async def record_load(pool: asyncpg.Pool, dataset: str, stage: str, done: int, total: int) -> None:
+    """Where the load of `dataset` is (vector.loads), for services serving while it runs."""
+    await pool.execute(
+        f"INSERT INTO {SCHEMA}.loads (dataset, stage, done, total) VALUES ($1, $2, $3, $4)"
+        " ON CONFLICT (dataset) DO UPDATE SET stage = EXCLUDED.stage, done = EXCLUDED.done,"
+        " total = EXCLUDED.total, updated_at = now()",
+        dataset,
+        stage,
+        done,
+        total,
+    )
+
+
+async def forget_loads(pool: asyncpg.Pool, datasets: Collection[str]) -> None:
+    """Drop the progress rows of loads that end without swapping their dataset in (an error)."""
+    await pool.execute(f"DELETE FROM {SCHEMA}.loads WHERE dataset = ANY($1)", list(datasets))
+
+
+async def loads_and_datasets(pool: asyncpg.Pool) -> tuple[list[asyncpg.Record], list[asyncpg.Record]]:
+    """The loads under way (with seconds since their last progress) and the datasets in, by id."""
+    async with pool.acquire() as connection, connection.transaction(isolation="repeatable_read", readonly=True):
+        loads = await connection.fetch(
+            f"SELECT dataset, stage, done, total, extract(epoch FROM clock_timestamp() - updated_at) AS idle"
+            f" FROM {SCHEMA}.loads ORDER BY dataset"
+        )
+        datasets = await connection.fetch(f"SELECT id, feature_count FROM {SCHEMA}.datasets ORDER BY id")
+    return list(loads), list(datasets)
+
+
 async def dataset_checksum(pool: asyncpg.Pool, dataset: str) -> str | None:
     value = await pool.fetchval(f"SELECT source_checksum FROM {SCHEMA}.datasets WHERE id = $1", dataset)
     return str(value) if value is not None else None
@@ -287,6 +316,8 @@ async def replace_dataset(pool: asyncpg.Pool, dataset: dict[str, Any], rows: lis
         await connection.copy_records_to_table(
             "features", schema_name=SCHEMA, columns=FEATURE_COLUMNS, records=rows, timeout=3600
         )
+        # In with its features: no longer a load under way.
+        await connection.execute(f"DELETE FROM {SCHEMA}.loads WHERE dataset = $1", dataset["id"])
 
 
 async def name_matches(pool: asyncpg.Pool, normalized: str, dataset: str | None, limit: int) -> list[asyncpg.Record]:
