@@ -20,6 +20,8 @@ It also stands in for vector-tools' internal place search (`GET /places/search?q
 verified) over three places; the words `slow`, `broken` and `refused` make it hang, fail (500) or refuse (422).
 Its `GET /places/labels?bbox=&limit=` gives the three cities of LABELS whose point is in the box (largest first);
 a box whose west is 1, 2 or 3 hangs, fails or refuses naming limit; `GET /_scripted/labels` lists the requests.
+Its `GET /places/status` answers each user what `PUT /_scripted/place_status/{user}` set (`body`, with
+`status` and a `delay` in seconds), by default PLACES_LOADED; `GET /_scripted/place_status` lists who asked.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from typing import Annotated, Any
 
 import uvicorn
 from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.responses import JSONResponse
 from google.protobuf import json_format
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
@@ -328,6 +331,36 @@ async def asked_labels() -> list[dict[str, Any]]:
 @app.get("/_scripted/places")
 async def searched() -> list[dict[str, Any]]:
     return place_searches
+
+
+# vector-tools' load status with nothing loading: every place dataset in.
+PLACES_LOADED: dict[str, Any] = {
+    "loading": False,
+    "datasets": [
+        {"id": "countries", "state": "loaded", "features": 258},
+        {"id": "cities", "state": "loaded", "features": 33602},
+    ],
+}
+place_status_scripts: dict[str, dict[str, Any]] = {}
+place_status_requests: list[str] = []
+
+
+@app.get("/places/status")
+async def place_status(identity: Annotated[Identity, Depends(verified)]) -> Any:
+    place_status_requests.append(identity.user_id)
+    script = place_status_scripts.get(identity.user_id, {})
+    await asyncio.sleep(script.get("delay", 0))
+    return JSONResponse(script.get("body", PLACES_LOADED), status_code=script.get("status", 200))
+
+
+@app.put("/_scripted/place_status/{user_id}")
+async def script_place_status(user_id: str, request: Request) -> None:
+    place_status_scripts[user_id] = await request.json()
+
+
+@app.get("/_scripted/place_status")
+async def asked_place_status() -> list[str]:
+    return place_status_requests
 
 
 models_asked: list[str] = []

@@ -132,13 +132,15 @@ class GatewaySettings(ServiceSettings):
     mcp_requests_per_minute: int = Field(default=600, ge=0)
     public_base_url: str | None = None
 
-    # The map's place search box and city names: vector-tools' internal place search and labels (unset:
-    # the `vector` MCP server's URL without /mcp), how long one request may take, and searches and city
-    # name requests (one per map move) per user and minute (0: no limit).
+    # The map's place search box and city names: vector-tools' internal place search, labels and loading
+    # status (unset: the `vector` MCP server's URL without /mcp), how long one request may take, and
+    # searches, city name requests (one per map move) and status polls (one each 5 s while the names
+    # load, from each open tab) per user and minute (0: no limit).
     vector_tools_url: str | None = None
     place_search_timeout_seconds: float = Field(default=5.0, gt=0, le=60)
     place_search_per_minute: int = Field(default=120, ge=0)
     place_labels_per_minute: int = Field(default=240, ge=0)
+    place_status_per_minute: int = Field(default=60, ge=0)
 
     # How long the orchestrator's model list (GET /models, and the check of a message's `model`) is kept.
     models_cache_seconds: float = Field(default=30.0, ge=0)

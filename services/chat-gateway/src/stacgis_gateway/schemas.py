@@ -302,6 +302,27 @@ class PlaceLabels(BaseModel):
     labels: list[PlaceLabel] = Field(description="The most populous cities in the box, largest first")
 
 
+class PlaceDatasetStatus(BaseModel):
+    """One place dataset (countries, cities, …): loaded, loading, or stalled (its load stopped reporting)."""
+
+    id: str
+    state: Literal["loaded", "loading", "stalled"]
+    stage: Literal["embedding", "writing"] | None = Field(
+        default=None, description="What a loading or stalled load is doing: embedding the names, or writing them"
+    )
+    done: int | None = Field(default=None, ge=0, description="Names of the stage done so far (loading, stalled)")
+    total: int | None = Field(default=None, ge=0, description="Names the stage has to do (loading, stalled)")
+    features: int | None = Field(default=None, ge=0, description="Places the dataset holds (loaded)")
+
+
+class PlaceStatus(BaseModel):
+    """How far vector-tools' loading of the place names has come; until it ends, the place search and the
+    map's city names find only the places loaded."""
+
+    loading: bool = Field(description="Some dataset is still loading (a stalled one does not count)")
+    datasets: list[PlaceDatasetStatus]
+
+
 class Capacity(BaseModel):
     active: int = Field(description="Runs holding a slot, over all replicas")
     max: int

@@ -1,9 +1,10 @@
-"""The map's place search box and city names: vector-tools' place search and labels, read-only, for any
-signed-in caller.
+"""The map's place search box and city names: vector-tools' place search and labels, and how far its
+loading of the place names has come, read-only, for any signed-in caller.
 
 The gateway checks the query, mints the internal token for the caller (as for a run) and asks
-vector-tools' internal `GET /places/search` or `GET /places/labels`; what comes back is reduced to
-the public fields. Bounded: query size, result count, one timeout, a per-user rate; never a 500.
+vector-tools' internal `GET /places/search`, `GET /places/labels` or `GET /places/status`; what comes
+back is reduced to the public fields. Bounded: query size, result count, one timeout, a per-user rate;
+never a 500.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from stacgis_common.http_errors import RateLimited, Refusal, TimedOut, Unavailab
 
 from ..deps import Gateway, GatewayDep, UserId
 from ..ratelimit import RateLimiter
-from ..schemas import PlaceCandidate, PlaceLabel, PlaceLabels, PlaceResults, Problem
+from ..schemas import PlaceCandidate, PlaceLabel, PlaceLabels, PlaceResults, PlaceStatus, Problem
 from .mcp_proxy import proxy_of
 
 log = logging.getLogger(__name__)
@@ -33,7 +34,19 @@ MAX_RESULTS = 10
 MAX_LABELS = 250
 MAX_BBOX_CHARS = 200
 RETRY_AFTER_SECONDS = "2"
-Item = TypeVar("Item", bound=BaseModel)
+Answer = TypeVar("Answer", bound=BaseModel)
+
+
+class _Found(BaseModel):
+    """vector-tools' place search answer, as far as the gateway reads it (other fields are dropped)."""
+
+    results: list[PlaceCandidate]
+
+
+class _Labelled(BaseModel):
+    """vector-tools' city names answer, as far as the gateway reads it."""
+
+    labels: list[PlaceLabel]
 
 
 def _unavailable(message: str, kind: type[Refusal] = Unavailable) -> Refusal:
@@ -46,15 +59,14 @@ async def _ask_vector_tools(
     user_id: str,
     route: str,
     params: dict[str, Any],
-    listed: str,
-    item: type[Item],
+    answer: type[Answer],
     *,
     what: str,
     per_minute: int,
-) -> list[Item]:
-    """GET vector-tools' `/places/<route>` as the caller and read its `listed` list of `item`s: 429 past
-    `per_minute` (a bucket per route), 422 naming the field vector-tools refused, 503/504 with Retry-After
-    when it is unset, unreachable, slow or answers what the gateway cannot read."""
+) -> Answer:
+    """GET vector-tools' `/places/<route>` as the caller and read its body as `answer` (fields it does not
+    name dropped): 429 past `per_minute` (a bucket per route), 422 naming the field vector-tools refused,
+    503/504 with Retry-After when it is unset, unreachable, slow or answers what the gateway cannot read."""
     settings = gateway.settings
     base = settings.places_url
     if base is None:
@@ -84,20 +96,21 @@ async def _ask_vector_tools(
         body: Any = response.json()
     except ValueError:
         body = None
-    if response.status_code == 422:
+    if response.status_code == 422 and params:
         # vector-tools answers the one error body naming the argument at fault ("bbox", "bbox: south
         # (10.0) must not ..."): refused here naming the same parameter, with the same words.
         said = reason_of(body)
         if said is not None and said[0] in params:
             raise ArgumentError(said[0], said[1])
         raise ArgumentError(next(iter(params)), message_of(body) or f"the {what} refused this request")
-    if response.status_code != 200 or not isinstance(body, dict) or not isinstance(body.get(listed), list):
+    # A 422 to a request without parameters names nothing of the caller's: a failure like any other.
+    if response.status_code != 200 or not isinstance(body, dict):
         log.warning("place index failed", extra={"route": route, "status": response.status_code})
         raise _unavailable(f"the {what} failed (HTTP {response.status_code}); retry shortly")
     try:
-        return [item.model_validate(entry) for entry in body[listed][: params["limit"]]]
+        return answer.model_validate(body)
     except ValidationError:
-        log.warning("place index answered items the gateway cannot read", extra={"route": route})
+        log.warning("place index answered what the gateway cannot read", extra={"route": route})
         raise _unavailable(f"the {what} gave an answer the gateway cannot read; retry shortly") from None
 
 
@@ -124,18 +137,17 @@ async def search(
         raise ArgumentError("q", "q must not be blank")
     if "\x00" in text:
         raise ArgumentError("q", "q must not contain NUL characters")
-    results = await _ask_vector_tools(
+    found = await _ask_vector_tools(
         request,
         gateway,
         user_id,
         "search",
         {"q": text, "limit": limit},
-        "results",
-        PlaceCandidate,
+        _Found,
         what="place search",
         per_minute=gateway.settings.place_search_per_minute,
     )
-    return PlaceResults(query=text, results=results)
+    return PlaceResults(query=text, results=found.results[:limit])
 
 
 @router.get(
@@ -170,9 +182,33 @@ async def labels(
         user_id,
         "labels",
         {"bbox": ",".join(str(value) for value in box), "limit": limit},
-        "labels",
-        PlaceLabel,
+        _Labelled,
         what="city name lookup",
         per_minute=gateway.settings.place_labels_per_minute,
     )
-    return PlaceLabels(bbox=list(box), labels=found)
+    return PlaceLabels(bbox=list(box), labels=found.labels[:limit])
+
+
+@router.get(
+    "/status",
+    summary="How far the loading of the place names has come: until it ends, search and city names find "
+    "only what is loaded",
+    response_model=PlaceStatus,
+    response_model_exclude_none=True,
+    responses={
+        429: {"model": Problem, "description": "Too many requests this minute (Retry-After)"},
+        503: {"model": Problem, "description": "The place loading status is unavailable (Retry-After)"},
+        504: {"model": Problem, "description": "The place loading status did not come in time"},
+    },
+)
+async def place_status(request: Request, gateway: GatewayDep, user_id: UserId) -> PlaceStatus:
+    return await _ask_vector_tools(
+        request,
+        gateway,
+        user_id,
+        "status",
+        {},
+        PlaceStatus,
+        what="place loading status",
+        per_minute=gateway.settings.place_status_per_minute,
+    )
