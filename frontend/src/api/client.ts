@@ -75,6 +75,23 @@ export interface PlaceLabels {
   labels: PlaceLabel[];
 }
 
+/** One place dataset's load (GET /places/status): counts on a loading or stalled one, features on a loaded one. */
+export interface PlaceDatasetStatus {
+  id: string;
+  state: "loaded" | "loading" | "stalled";
+  stage?: "embedding" | "writing";
+  done?: number;
+  total?: number;
+  features?: number;
+}
+
+/** How far the loading of the place names has come; until it ends, search and city names find only what is loaded. */
+export interface PlaceStatus {
+  /** Some dataset is still loading (a stalled one does not count). */
+  loading: boolean;
+  datasets: PlaceDatasetStatus[];
+}
+
 /** A conversation's map as the gateway keeps it (PUT/GET /chat/session/{id}/map-state). */
 export interface SavedMapLayer {
   id: string;
@@ -174,6 +191,11 @@ export class ApiClient {
   placeLabels(bbox: [number, number, number, number], limit: number, signal?: AbortSignal): Promise<PlaceLabels> {
     const params = new URLSearchParams({ bbox: bbox.join(","), limit: String(limit) });
     return this.json<PlaceLabels>(`/places/labels?${params}`, { signal });
+  }
+
+  /** How far the loading of the place names has come. */
+  placeStatus(signal?: AbortSignal): Promise<PlaceStatus> {
+    return this.json<PlaceStatus>("/places/status", { signal });
   }
 
   async mapState(sessionId: string): Promise<SavedMapState | null> {

@@ -3,6 +3,7 @@ import { basemapLabel } from "./basemap";
 import { canFinish, describeDrawn, finishDrawing, idleDraw, type DrawMode } from "./drawing";
 import { LayersPanel, Legend } from "./LayersPanel";
 import type { BasemapChoice } from "./mapBridge";
+import { PlaceLoadingNotice } from "./PlaceLoadingNotice";
 import { PlaceSearch } from "./PlaceSearch";
 
 function basemapValue(choice: BasemapChoice): string {
@@ -22,7 +23,12 @@ export function MapToolbar({ onStartDrawing }: { onStartDrawing: (mode: DrawMode
   return (
     <div className="map-tools">
       {/* While drawing, the map's top stays free for the clicks. */}
-      {draw.active ? null : <PlaceSearch />}
+      {draw.active ? null : (
+        <>
+          <PlaceSearch />
+          <PlaceLoadingNotice />
+        </>
+      )}
       <div className="map-toolbar" role="toolbar" aria-label="Map tools">
         {/* While drawing, the toolbar holds only the drawing's own controls (it stays small on a phone). */}
         {draw.active ? (
