@@ -130,30 +130,24 @@ async def run(cache_dir: Path, names: list[str], options: LoadOptions, force: bo
 async def swap_in(
     pool: asyncpg.Pool, client: EmbeddingsClient, target: EmbeddingTarget, pending: list[tuple[DatasetData, str]]
 ) -> None:
-    """Embed every pending dataset, then swap each in, recording in vector.loads how far each is:
-    services already serving say which place names are still arriving."""
+    """Embed and swap in each pending dataset, the smallest first, recording in vector.loads how far each is:
+    services already serving say what is still arriving, and find the countries and US states within
+    seconds instead of after the cities."""
+    pending = sorted(pending, key=lambda item: len(item[0].records))
     for data, _ in pending:
         await store.record_load(pool, data.id, "embedding", 0, len(data.records))
-    # All embedded before the first copy: an index bulk_load drops is missing for the copies and its build only.
-    loads: list[tuple[dict[str, Any], list[tuple[Any, ...]], float]] = []
     for data, checksum in pending:
         started = time.monotonic()
         progress = functools.partial(store.record_load, pool, data.id, "embedding", total=len(data.records))
         vectors = await embed_all(client, [record.embedding_text for record in data.records], data.id, progress)
         rows = [feature_row(data.id, record, vector) for record, vector in zip(data.records, vectors, strict=True)]
-        loads.append((dataset_row(data, checksum), rows, time.monotonic() - started))
-    async with store.bulk_load(
-        pool, target, [row["id"] for row, _, _ in loads], sum(len(r) for _, r, _ in loads)
-    ) as index:
-        for row, rows, embedding_seconds in loads:
-            started = time.monotonic()
-            await store.record_load(pool, row["id"], "writing", len(rows), len(rows))
-            await store.replace_dataset(pool, row, rows)
-            seconds = embedding_seconds + time.monotonic() - started
-            print(f"{row['id']}: loaded {len(rows)} features in {seconds:.1f} s", flush=True)
-    # bulk_load builds the vector index on leaving when the load dropped it (or found it missing).
-    if index.seconds is not None:
-        print(f"vector index: built in {index.seconds:.1f} s", flush=True)
+        await store.record_load(pool, data.id, "writing", len(rows), len(rows))
+        async with store.bulk_load(pool, target, [data.id], len(rows)) as index:
+            await store.replace_dataset(pool, dataset_row(data, checksum), rows)
+        print(f"{data.id}: loaded {len(rows)} features in {time.monotonic() - started:.1f} s", flush=True)
+        # bulk_load builds the vector index on leaving when the load dropped it (or found it missing).
+        if index.seconds is not None:
+            print(f"vector index: built in {index.seconds:.1f} s", flush=True)
 
 
 def main() -> None:
