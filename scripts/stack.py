@@ -1,6 +1,7 @@
 """`make up` / `make down` / `make status`: the whole product on one machine.
 
-    python scripts/stack.py up       start everything, print the URL, wait until every /readyz answers
+    python scripts/stack.py up       start everything, wait until every /readyz answers, print the URL,
+                                     then load the place names (the product is usable meanwhile)
     python scripts/stack.py down     stop what `up` started, by process id
     python scripts/stack.py status   each component, its port and state
     python scripts/stack.py run NAME one Procfile process: runs and restarts one service (used by honcho)
@@ -30,7 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import local_infra as infra
 import supervisor
-from stack_build import build_frontend, prepare_data, run_step
+from stack_build import build_frontend, load_place_names, prepare_data, run_step
 from stack_env import (
     CHART_LLM_MODEL,
     LLM_VARIABLES,
@@ -91,7 +92,7 @@ def record_started_infra(started: dict[str, bool]) -> None:
     STARTED_INFRA.write_text(json.dumps(merged))
 
 
-def print_banner(env: dict[str, str] | None, missing: list[Service]) -> None:
+def print_banner(env: dict[str, str] | None, missing: list[Service], places_pending: bool = False) -> None:
     status, body = http_get(f"http://127.0.0.1:{INGRESS_PORT}/api/v1/info")
     model = env.get("ORCHESTRATOR_LLM_MODEL", "?") if env else "?"
     if status == 200:
@@ -104,16 +105,25 @@ def print_banner(env: dict[str, str] | None, missing: list[Service]) -> None:
     if missing:
         names = ", ".join(service.name for service in missing)
         print(f"INCOMPLETE: not installed yet, so not started: {names}", flush=True)
+    if places_pending:
+        print(
+            "Open it now: the place names load next (below). Until they are in, the map and the agent find only"
+            " the places already loaded, and the map says which are still arriving.",
+            flush=True,
+        )
     print(flush=True)
 
 
 def up() -> None:
     RUN.mkdir(parents=True, exist_ok=True)
     present, missing = discover()
+    with_places = "vector-tools" in {service.name for service in present}
     if honcho_pid() is not None:
         say("the stack is already running; checking it")
         wait_ready([service for service in present if not ready(service)])
-        print_banner(None, missing)
+        print_banner(None, missing, with_places)
+        if with_places:
+            load_place_names(stack_env())  # skips what is in; finishes a load an earlier `up` did not
         return
     for service in missing:
         say(f"warning: {service.name} is not installed ({service.package}.__main__ not found): it will not run")
@@ -131,7 +141,14 @@ def up() -> None:
     pid = start_processes(env, names)
     say(f"started {', '.join(names)} (process manager pid {pid}); logs in {LOGS}")
     wait_ready(present)
-    print_banner(env, missing)
+    print_banner(env, missing, with_places)
+    if with_places:
+        try:
+            load_place_names(env)
+        except SystemExit:
+            say("the place names did not load; the rest keeps running. Run `make up` again to retry the load.")
+            raise
+        say(f"the place names are in: everything is up at {INGRESS}")
 
 
 def stop_pid(pid: int, what: str, grace: float = 15.0) -> None:

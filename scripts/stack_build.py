@@ -36,7 +36,8 @@ def owner_env(env: dict[str, str]) -> dict[str, str]:
 
 
 def prepare_data(env: dict[str, str], present: Sequence[Service]) -> None:
-    """Migrations and data loads, each idempotent (a second run only checks and skips), as the owner role."""
+    """Migrations and the data the services need to start, each idempotent (a second run only checks and
+    skips), as the owner role. The place names come after the services start (load_place_names)."""
     env = owner_env(env)
     names = {service.name for service in present}
     python = str(PYTHON)
@@ -49,12 +50,6 @@ def prepare_data(env: dict[str, str], present: Sequence[Service]) -> None:
             [python, "-m", "stacgis_raster.demo_data", "--cache", str(LOCAL / "cache"), "--out", str(LOCAL / "data")],
             env,
         )
-    if "vector-tools" in names:
-        run_step(
-            "vector-tools: loading datasets (the first run embeds and indexes ~37k place names: about 3 min)",
-            [python, "-m", "stacgis_vector.load", "--cache", str(LOCAL / "cache")],
-            env,
-        )
     if "knowledge-tools" in names:
         documents = ROOT / "knowledge"
         if documents.is_dir():
@@ -65,6 +60,17 @@ def prepare_data(env: dict[str, str], present: Sequence[Service]) -> None:
             )
         else:
             say("warning: no knowledge/ folder: the knowledge base stays empty")
+
+
+def load_place_names(env: dict[str, str]) -> None:
+    """The vector datasets (countries, cities, US states and counties), loaded while the services already
+    serve: the chat, the map and the raster tools work meanwhile, and vector-tools' /readyz and the map
+    say which place names are still arriving. Idempotent: a later run finds the same sources and skips."""
+    run_step(
+        "vector-tools: loading place names (the first run embeds and indexes ~37k of them: about 3 min)",
+        [str(PYTHON), "-m", "stacgis_vector.load", "--cache", str(LOCAL / "cache")],
+        owner_env(env),
+    )
 
 
 def frontend_sources(frontend: Path) -> list[Path]:
