@@ -34,30 +34,34 @@ export function placeLoadingText(status: PlaceStatus | null): string | null {
 }
 
 export interface PlaceStatusWatch {
-  fetchStatus: (signal: AbortSignal) => Promise<PlaceStatus>;
+  fetchStatus: () => Promise<PlaceStatus>;
   /** Each answer; null when a request failed (the next tick asks again). */
   onStatus: (status: PlaceStatus | null) => void;
   intervalMs?: number;
 }
 
-/** Asks now, then again after each interval while loading or after a failure; returns the stop. */
+/**
+ * Asks at once, then again after each interval while loading or after a failure; returns the stop. The
+ * first request waits for the next task, so a mount undone at once (React's StrictMode) asks nothing; a
+ * request in flight when stopped is left to finish (aborting it would log a failed request) and unread.
+ */
 export function watchPlaceStatus({ fetchStatus, onStatus, intervalMs = PLACE_STATUS_POLL_MS }: PlaceStatusWatch): () => void {
-  const abort = new AbortController();
+  let stopped = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const tick = async () => {
     let status: PlaceStatus | null = null;
     try {
-      status = await fetchStatus(abort.signal);
+      status = await fetchStatus();
     } catch {
       // A failure says nothing about the load: nothing is shown, and the next tick asks again.
     }
-    if (abort.signal.aborted) return;
+    if (stopped) return;
     onStatus(status);
     if (status === null || status.loading) timer = setTimeout(() => void tick(), intervalMs);
   };
-  void tick();
+  timer = setTimeout(() => void tick(), 0);
   return () => {
-    abort.abort();
+    stopped = true;
     clearTimeout(timer);
   };
 }
@@ -67,6 +71,6 @@ const api = new ApiClient();
 /** The place names' load status while the component is mounted (null until known, or after a failure). */
 export function usePlaceLoading(): PlaceStatus | null {
   const [status, setStatus] = useState<PlaceStatus | null>(null);
-  useEffect(() => watchPlaceStatus({ fetchStatus: (signal) => api.placeStatus(signal), onStatus: setStatus }), []);
+  useEffect(() => watchPlaceStatus({ fetchStatus: () => api.placeStatus(), onStatus: setStatus }), []);
   return status;
 }
