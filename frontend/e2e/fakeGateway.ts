@@ -4,6 +4,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { crc32, deflateSync } from "node:zlib";
 import { SSE_EVENT_NAMES } from "../src/api/agentEvents";
+import type { PlaceStatus } from "../src/api/client";
 import { AgentEventSchema, type GroundingSchema } from "../src/gen/stacgis/v1/events_pb";
 
 /**
@@ -119,6 +120,15 @@ export interface FakePlace {
   bbox?: [number, number, number, number];
 }
 
+/** GET /places/status with every place dataset loaded: nothing to say. */
+export const PLACES_LOADED: PlaceStatus = {
+  loading: false,
+  datasets: [
+    { id: "countries", state: "loaded", features: 258 },
+    { id: "cities", state: "loaded", features: 33_602 },
+  ],
+};
+
 /** How a call ended, as the gateway's history keeps it. */
 type CallStatus = "ok" | "rejected" | "failed";
 
@@ -155,6 +165,9 @@ export class FakeGateway {
     { name: "Luxembourg", lon: 6.13, lat: 49.61, population: 76_684, country: "Luxembourg" },
   ];
   readonly labelRequests: { bbox: number[]; limit: number }[] = [];
+  /** What GET /places/status answers (null: a 503, as when vector-tools is down), and how often it was asked. */
+  placeStatus: PlaceStatus | null = PLACES_LOADED;
+  placeStatusRequests = 0;
   /** Every map state saved, in order: session id and body. */
   readonly mapSaves: { sessionId: string; state: JsonObject }[] = [];
   /** What GET /models offers, the default first; a message naming another model is refused (422). */
@@ -258,6 +271,11 @@ export class FakeGateway {
         .sort((a, b) => b.population - a.population)
         .slice(0, limit);
       return json(res, 200, { bbox, labels });
+    }
+    if (method === "GET" && path === "/api/v1/places/status") {
+      this.placeStatusRequests += 1;
+      if (!this.placeStatus) return json(res, 503, errorBody("unavailable", "the place loading status is unavailable; retry shortly"));
+      return json(res, 200, this.placeStatus);
     }
     if (method === "POST" && path === "/api/v1/chat/stream") return this.stream(req, res);
     const approval = /^\/api\/v1\/chat\/approvals\/([^/]+)$/.exec(path);
