@@ -257,6 +257,77 @@ describe("following the view", () => {
     stop();
   });
 
+  /** A refreshOn that records its subscriber, as the end of the place names' load would call it. */
+  const trigger = () => {
+    const subscribed: (() => void)[] = [];
+    const refreshOn = (refresh: () => void) => {
+      subscribed.push(refresh);
+      return () => subscribed.splice(subscribed.indexOf(refresh), 1);
+    };
+    return { refreshOn, subscribed, fire: () => subscribed.forEach((refresh) => refresh()) };
+  };
+
+  it("asks again at once for the same view when refreshed, and shows the new answer", async () => {
+    const { refreshOn, fire } = trigger();
+    const stop = followCityLabels(map, fetchLabels, { refreshOn });
+    await settle();
+    asked[0].answer([]);
+    await settle(0);
+    expect(map.names()).toEqual([[]]);
+    fire();
+    expect(asked).toHaveLength(2);
+    expect(asked[1].bbox).toEqual(asked[0].bbox);
+    expect(asked[1].limit).toBe(asked[0].limit);
+    asked[1].answer([BERLIN, HAMBURG]);
+    await settle(0);
+    expect(map.names()).toEqual([[], ["Berlin", "Hamburg"]]);
+    stop();
+  });
+
+  it("refreshed, it aborts the request in flight and asks once for a move still waiting", async () => {
+    const { refreshOn, fire } = trigger();
+    const stop = followCityLabels(map, fetchLabels, { refreshOn });
+    await settle();
+    const first = asked[0];
+    map.bounds = [10, 50, 12, 54];
+    map.fire("moveend");
+    await settle(100);
+    fire();
+    expect(first.signal.aborted).toBe(true);
+    expect(asked.map((a) => a.bbox)).toEqual([
+      [5, 45, 15, 55],
+      [10, 50, 12, 54],
+    ]);
+    await settle(CITY_LABELS_DEBOUNCE_MS * 2);
+    expect(asked).toHaveLength(2);
+    first.answer([HAMBURG]);
+    asked[1].answer([BERLIN]);
+    await settle(0);
+    expect(map.names()).toEqual([["Berlin"]]);
+    stop();
+  });
+
+  it("refreshed below the minimum zoom or on a style without the source, it asks for nothing", async () => {
+    const { refreshOn, fire } = trigger();
+    map.zoom = CITY_LABELS_MIN_ZOOM - 1;
+    const stop = followCityLabels(map, fetchLabels, { refreshOn });
+    await settle();
+    fire();
+    map.zoom = 6;
+    map.hasSource = false;
+    fire();
+    expect(asked).toHaveLength(0);
+    stop();
+  });
+
+  it("stopped, it unsubscribes from what refreshes it", async () => {
+    const { refreshOn, subscribed } = trigger();
+    const stop = followCityLabels(map, fetchLabels, { refreshOn });
+    expect(subscribed).toHaveLength(1);
+    stop();
+    expect(subscribed).toHaveLength(0);
+  });
+
   it("stops listening and aborts the request in flight when stopped", async () => {
     const stop = followCityLabels(map, fetchLabels);
     await settle();

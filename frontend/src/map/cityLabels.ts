@@ -86,13 +86,27 @@ export type FetchLabels = (bbox: Box, limit: number, signal: AbortSignal) => Pro
 
 const EMPTY: FeatureCollection<Point> = { type: "FeatureCollection", features: [] };
 
+export interface FollowOptions {
+  debounceMs?: number;
+  /**
+   * Subscribes the view's names to be asked again at once, without a move (e.g. when the place names'
+   * load ends, as what was asked during it may lack names); returns the unsubscribe.
+   */
+  refreshOn?: (refresh: () => void) => () => void;
+}
+
 /**
- * Keeps the city-labels source filled for the view: after each move (debounced) the names of the view's
- * largest cities are asked for, the request before aborted. A failed request (no endpoint, rate limit,
- * place index down) changes nothing: the map simply has fewer names. A style without the source (a
- * configured style URL) is not asked for. Returns the function that stops it.
+ * Keeps the city-labels source filled for the view: after each move (debounced), and at once on each
+ * `refreshOn` call, the names of the view's largest cities are asked for, the request before aborted.
+ * A failed request (no endpoint, rate limit, place index down) changes nothing: the map simply has
+ * fewer names. A style without the source (a configured style URL) is not asked for. Returns the
+ * function that stops it.
  */
-export function followCityLabels(map: LabelledMap, fetchLabels: FetchLabels, debounceMs = CITY_LABELS_DEBOUNCE_MS): () => void {
+export function followCityLabels(
+  map: LabelledMap,
+  fetchLabels: FetchLabels,
+  { debounceMs = CITY_LABELS_DEBOUNCE_MS, refreshOn }: FollowOptions = {},
+): () => void {
   let shown: FeatureCollection<Point> = EMPTY;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let pending: AbortController | null = null;
@@ -142,11 +156,19 @@ export function followCityLabels(map: LabelledMap, fetchLabels: FetchLabels, deb
     schedule();
   };
 
+  // At once: a move still in its debounce is covered too, as the view asked for is the one it left.
+  const refreshNow = () => {
+    clearTimeout(timer);
+    refresh();
+  };
+
   map.on("moveend", schedule);
   map.on("style.load", restyled);
+  const unsubscribe = refreshOn?.(refreshNow);
   addDot();
   schedule();
   return () => {
+    unsubscribe?.();
     clearTimeout(timer);
     pending?.abort();
     map.off("moveend", schedule);
