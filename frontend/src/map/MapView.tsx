@@ -44,6 +44,7 @@ import { APP_LAYERS, applyBasemap, layerSpec, readBasemapOpacities, syncOverlays
 import type { BasemapChoice } from "./mapBridge";
 import { markStyleLoaded, markStyleLoading, registerMap, styleIsLoading, unregisterMap } from "./mapRegistry";
 import { MapToolbar } from "./MapToolbar";
+import { onPlaceLoadEnd } from "./placeLoading";
 import { coveredBottom } from "./padding";
 
 // MapLibre looks for its worker beside its own module, which a bundle moves: point it at the emitted file.
@@ -301,10 +302,11 @@ export function MapView() {
     });
   }, [map]);
 
-  // City names of the view on the offline basemaps, asked for after each move.
+  // City names of the view on the offline basemaps, asked for after each move, and again when the
+  // place names' load ends (those asked during it lack what was still loading).
   useEffect(() => {
     if (!map) return;
-    return followCityLabels(map, (bbox, limit, signal) => api.placeLabels(bbox, limit, signal));
+    return followCityLabels(map, (bbox, limit, signal) => api.placeLabels(bbox, limit, signal), { refreshOn: onPlaceLoadEnd });
   }, [map]);
 
   // The chat sheet of a narrow screen hides the map's lower part: keep the view's centre, and

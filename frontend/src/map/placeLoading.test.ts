@@ -1,6 +1,14 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { PlaceStatus } from "../api/client";
-import { PLACE_STATUS_POLL_MS, describeDatasetLoad, placeLoadingText, watchPlaceStatus } from "./placeLoading";
+import {
+  PLACE_STATUS_POLL_MS,
+  describeDatasetLoad,
+  onPlaceLoadEnd,
+  placeLoadingText,
+  sharedPlaceStatusWatch,
+  usePlaceStatusStore,
+  watchPlaceStatus,
+} from "./placeLoading";
 
 const LOADING: PlaceStatus = {
   loading: true,
@@ -114,5 +122,95 @@ describe("watching the place loading status", () => {
     watchPlaceStatus({ fetchStatus, onStatus: () => undefined })();
     await vi.advanceTimersByTimeAsync(PLACE_STATUS_POLL_MS * 3);
     expect(fetchStatus).not.toHaveBeenCalled();
+  });
+});
+
+describe("the page's place status", () => {
+  const report = (...answers: (PlaceStatus | null)[]) => answers.forEach((status) => usePlaceStatusStore.getState().report(status));
+  const loadsEnded = () => usePlaceStatusStore.getState().loadsEnded;
+
+  beforeEach(() => usePlaceStatusStore.setState({ status: null, loading: false, loadsEnded: 0 }));
+
+  it("counts a load's end when an answer saying loading is followed by one saying nothing loads", () => {
+    report(LOADING, LOADING);
+    expect(loadsEnded()).toBe(0);
+    report(LOADED);
+    expect(loadsEnded()).toBe(1);
+    report(LOADED, LOADING, LOADED);
+    expect(loadsEnded()).toBe(2);
+    expect(usePlaceStatusStore.getState().status).toBe(LOADED);
+  });
+
+  it("sees no end when nothing was loading at start, and none in a failed request", () => {
+    report(LOADED, null, LOADED);
+    expect(loadsEnded()).toBe(0);
+    report(LOADING, null);
+    expect(loadsEnded()).toBe(0);
+    expect(usePlaceStatusStore.getState().status).toBeNull();
+    report(LOADED);
+    expect(loadsEnded()).toBe(1);
+  });
+});
+
+describe("sharing the watch of the place status", () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+    usePlaceStatusStore.setState({ status: null, loading: false, loadsEnded: 0 });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+    vi.unstubAllGlobals();
+  });
+
+  it("asks once for all its holders, goes on while one holds it, and stops with the last", async () => {
+    const fetchStatus = vi.fn(async () => LOADING);
+    const onStatus = vi.fn();
+    const hold = sharedPlaceStatusWatch({ fetchStatus }, onStatus);
+    const releaseNotice = hold();
+    const releaseLabels = hold();
+    await vi.advanceTimersByTimeAsync(PLACE_STATUS_POLL_MS);
+    expect(fetchStatus).toHaveBeenCalledTimes(2);
+    releaseNotice();
+    releaseNotice(); // a second release of the same hold lets go of nothing more
+    await vi.advanceTimersByTimeAsync(PLACE_STATUS_POLL_MS);
+    expect(fetchStatus).toHaveBeenCalledTimes(3);
+    releaseLabels();
+    await vi.advanceTimersByTimeAsync(PLACE_STATUS_POLL_MS * 3);
+    expect(fetchStatus).toHaveBeenCalledTimes(3);
+    expect(onStatus).toHaveBeenCalledTimes(3);
+  });
+
+  it("held, let go and held again at once (StrictMode's mounts), it asks once", async () => {
+    const fetchStatus = vi.fn(async () => LOADED);
+    const hold = sharedPlaceStatusWatch({ fetchStatus }, () => undefined);
+    const releases = [hold(), hold()];
+    releases.forEach((release) => release());
+    const again = [hold(), hold()];
+    await vi.advanceTimersByTimeAsync(PLACE_STATUS_POLL_MS * 3);
+    expect(fetchStatus).toHaveBeenCalledTimes(1);
+    again.forEach((release) => release());
+  });
+
+  it("tells each subscriber when the load ends, asking GET /places/status once for them all", async () => {
+    const answers = [LOADING, LOADED];
+    const fetch = vi.fn(async (_url: string) => new Response(JSON.stringify(answers.shift() ?? LOADED)));
+    vi.stubGlobal("fetch", fetch);
+    const labels = vi.fn();
+    const other = vi.fn();
+    const stopLabels = onPlaceLoadEnd(labels);
+    const stopOther = onPlaceLoadEnd(other);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(usePlaceStatusStore.getState().status).toEqual(LOADING);
+    expect(labels).not.toHaveBeenCalled();
+    await vi.advanceTimersByTimeAsync(PLACE_STATUS_POLL_MS);
+    expect(labels).toHaveBeenCalledTimes(1);
+    expect(other).toHaveBeenCalledTimes(1);
+    expect(fetch.mock.calls.map((call) => call[0])).toEqual(["/api/v1/places/status", "/api/v1/places/status"]);
+    stopLabels();
+    stopOther();
+    // Unsubscribed, a later end is not told.
+    usePlaceStatusStore.getState().report(LOADING);
+    usePlaceStatusStore.getState().report(LOADED);
+    expect(labels).toHaveBeenCalledTimes(1);
   });
 });
