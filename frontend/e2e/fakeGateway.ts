@@ -4,7 +4,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { crc32, deflateSync } from "node:zlib";
 import { SSE_EVENT_NAMES } from "../src/api/agentEvents";
-import type { PlaceStatus } from "../src/api/client";
+import type { PlaceLabel, PlaceStatus } from "../src/api/client";
 import { AgentEventSchema, type GroundingSchema } from "../src/gen/stacgis/v1/events_pb";
 
 /**
@@ -120,6 +120,14 @@ export interface FakePlace {
   bbox?: [number, number, number, number];
 }
 
+/** The cities the stand-in knows for GET /places/labels. */
+export const CITY_LABELS: readonly PlaceLabel[] = [
+  { name: "Berlin", lon: 13.41, lat: 52.52, population: 3_426_354, country: "Germany" },
+  { name: "Hamburg", lon: 10.0, lat: 53.55, population: 1_739_117, country: "Germany" },
+  { name: "Lucerne", lon: 8.31, lat: 47.05, population: 81_691, country: "Switzerland" },
+  { name: "Luxembourg", lon: 6.13, lat: 49.61, population: 76_684, country: "Luxembourg" },
+];
+
 /** GET /places/status with every place dataset loaded: nothing to say. */
 export const PLACES_LOADED: PlaceStatus = {
   loading: false,
@@ -158,12 +166,7 @@ export class FakeGateway {
   ];
   readonly placeSearches: string[] = [];
   /** The cities GET /places/labels names (those in the box, largest first), and every box asked for. */
-  readonly cityLabels: { name: string; lon: number; lat: number; population: number; country?: string }[] = [
-    { name: "Berlin", lon: 13.41, lat: 52.52, population: 3_426_354, country: "Germany" },
-    { name: "Hamburg", lon: 10.0, lat: 53.55, population: 1_739_117, country: "Germany" },
-    { name: "Lucerne", lon: 8.31, lat: 47.05, population: 81_691, country: "Switzerland" },
-    { name: "Luxembourg", lon: 6.13, lat: 49.61, population: 76_684, country: "Luxembourg" },
-  ];
+  readonly cityLabels: PlaceLabel[] = [...CITY_LABELS];
   readonly labelRequests: { bbox: number[]; limit: number }[] = [];
   /** What GET /places/status answers (null: a 503, as when vector-tools is down), and how often it was asked. */
   placeStatus: PlaceStatus | null = PLACES_LOADED;

@@ -3,7 +3,7 @@ import { mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { ViteDevServer } from "vite";
-import { FakeGateway, PLACES_LOADED } from "./fakeGateway";
+import { CITY_LABELS, FakeGateway, PLACES_LOADED } from "./fakeGateway";
 
 /**
  * The app served by Vite against the stand-in gateway (./fakeGateway.ts), for
@@ -59,6 +59,7 @@ export function serveWithFakeGateway(): FakeStack {
     gateway.requests.length = 0;
     gateway.placeSearches.length = 0;
     gateway.labelRequests.length = 0;
+    gateway.cityLabels.splice(0, Infinity, ...CITY_LABELS);
     gateway.placeStatus = PLACES_LOADED;
     gateway.placeStatusRequests = 0;
     gateway.pointRequests.length = 0;
