@@ -42,7 +42,8 @@ class ToolServer:
 
 
 @contextlib.contextmanager
-def tool_server(variant: str, folder: Path, port: int | None = None) -> Iterator[ToolServer]:
+def tool_server(variant: str, folder: Path, port: int | None = None, **settings: str) -> Iterator[ToolServer]:
+    """A stand-in tool server (servers/geo_tools.py) of `variant`; `settings` are its GEOTOOLS_* extras."""
     port = port or free_port()
     notes = folder / f"{variant}-{port}-notes.txt"
     env = {
@@ -51,6 +52,7 @@ def tool_server(variant: str, folder: Path, port: int | None = None) -> Iterator
         "GEOTOOLS_NOTES_FILE": str(notes),
         "GEOTOOLS_MEMORIES": json.dumps(MEMORIES),
         "PYTHONPATH": str(SERVERS),
+        **{f"GEOTOOLS_{key.upper()}": value for key, value in settings.items()},
     }
     with run_service("geo_tools", env, port) as service:
         yield ToolServer(service, port, notes, env)

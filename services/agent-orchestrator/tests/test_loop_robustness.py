@@ -14,6 +14,7 @@ import math
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -41,6 +42,7 @@ from stacgis_orchestrator.prompts import (
     NO_DATA_ANSWER,
     PLACE_BY_LOOKUP,
     PLACE_BY_NAME,
+    STILL_LOADING_ANSWER,
     SUMMARY_HEADER,
     UNGROUNDED_DRAFT,
 )
@@ -611,6 +613,47 @@ async def test_a_refusal_after_a_failed_call_stands(orch, model_url) -> None:
     events = await run_events(orch.url, {"message": message})
     assert terminal(events).proto.done.content == refusal
     assert not [e for e in events if e.name == "content" and e.payload.get("replace")]
+
+
+LOADING = "the place names of cities (embedding 5,120 of 34,006)"
+
+
+@pytest.fixture(scope="module")
+def loading_orch(
+    model_server: RunningService, redis_url: str, raster: ToolServer, memory: ToolServer, tool_folder: Path
+) -> Iterator[RunningService]:
+    """An orchestrator whose vector server is still loading its place names (a first start)."""
+    with tool_server("vector", tool_folder, loading=LOADING) as loading_vector:
+        servers = {"raster": raster.mcp, "vector": loading_vector.mcp, "memory": memory.mcp}
+        with orchestrator(orchestrator_env(model_server.url, redis_url, servers)) as service:
+            yield service
+
+
+@pytest.mark.asyncio
+async def test_a_call_failing_on_data_still_loading_is_answered_by_saying_so(loading_orch, model_url) -> None:
+    # The 1.5B model, told the place names were still loading, answered "I can't help with that".
+    search = {"name": "search_vector_features", "arguments": {"query": "Qxzyville"}}
+    await set_rules(
+        model_url,
+        {"name": "search", "match": {"last_user": "still loading", "step": 0}, "tool_calls": [search]},
+        {
+            "name": "shrug",
+            "match": {"last_user": "still loading shrug", "step": 1},
+            "content": "I'm sorry, but I can't help with that.",
+        },
+        {
+            "name": "relay",
+            "match": {"last_user": "still loading relay", "step": 1},
+            "content": "Qxzyville is not loaded yet: the place names are still loading.",
+        },
+    )
+    shrugged = await run_events(loading_orch.url, {"message": unique("still loading shrug")})
+    assert terminal(shrugged).proto.done.content == STILL_LOADING_ANSWER.format(what=LOADING)
+    assert [e.payload["toolName"] for e in shrugged if e.name == "tool_error"] == ["search_vector_features"]
+    # A draft that passes it on stands as written.
+    relayed = await run_events(loading_orch.url, {"message": unique("still loading relay")})
+    assert terminal(relayed).proto.done.content == "Qxzyville is not loaded yet: the place names are still loading."
+    assert replaced(relayed) == 0
 
 
 # Premises: the data an answer used must cover the question's variable and period (`premises`).

@@ -12,6 +12,8 @@ from stacgis_common.arguments import (
     limit_argument,
     retry_hint,
     retry_with,
+    still_loading,
+    still_loading_of,
     text_argument,
 )
 
@@ -84,3 +86,11 @@ def test_the_one_retry_an_error_names_is_read_back_from_it() -> None:
     # None named, or two different ones: nothing to retry with.
     assert retry_hint("point (-34.86, -8.0) is outside 'lux-dem'; covering it: olinda-dem.") is None
     assert retry_hint(error + " " + retry_with("collection_id", "jacksboro-dem")) is None
+
+
+def test_what_is_still_loading_is_read_back_from_an_error() -> None:
+    """A tool server writes `still_loading` into its error; the orchestrator reads it with `still_loading_of`."""
+    what = "the place names of cities (embedding 5,120 of 34,006)"
+    error = f"resolve_place: place: no city is named 'Berlin'. Note: {still_loading(what)}"
+    assert still_loading_of(error) == what
+    assert still_loading_of("place: no city is named 'Berlin'; check the spelling") is None

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 from stacgis_common.answer import mentions
+from stacgis_common.arguments import still_loading_of
 
 from . import metrics
 from .grounding import ToolResultText, check_answer, extract_numbers
@@ -22,6 +23,7 @@ from .prompts import (
     FAILED_CALL,
     NO_DATA_ANSWER,
     READ_THE_RESULT,
+    STILL_LOADING_ANSWER,
     UNGROUNDED_DRAFT,
     UNSTATED_CLASS,
     passages_answer,
@@ -38,6 +40,10 @@ ADVICE = re.compile(
     r"\b(you (should|need to|can|could|may|must)|please (provide|specify|select|use|try)|try (using|again))\b",
     re.IGNORECASE,
 )
+
+
+# A draft that passes on that the data is still being loaded.
+LOADING_WORDS = re.compile(r"\b(still (being )?load(ing|ed)|being loaded|not (yet )?loaded)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,14 @@ class DraftReview:
 
     def review(self, visible: str, offered: list[ToolSpec], forced: bool, final_step: bool) -> str | Withdrawal:
         """The draft to withdraw, or the text that stands (replaced on screen where a check says so)."""
+        loading = self._still_loading()
+        if loading is not None:
+            # Nothing to fix or retry: the data comes in minutes. Said plainly unless the draft says it.
+            if LOADING_WORDS.search(visible):
+                return visible
+            return self.answer.replace(
+                STILL_LOADING_ANSWER.format(what=loading), "the data the call needs is still loading", whole=True
+            )
         if not final_step and not self.draft_withdrawn and visible.strip():
             invented = self._invented_numbers(visible)
             unstated = [] if invented else self._unstated_classes(visible)
@@ -122,6 +136,10 @@ class DraftReview:
         ):
             visible = self.answer.replace(passages, "the draft did not answer from the passages", whole=True)
         return visible
+
+    def _still_loading(self) -> str | None:
+        """What the last calls' errors say is still being loaded (`still_loading`), when one says so."""
+        return next(filter(None, map(still_loading_of, self.found.step_failures)), None)
 
     def withdraw(self, memory: ConversationMemory, withdrawal: Withdrawal) -> None:
         """Take this step's text back from the answer: the UI replaces what it showed, and the

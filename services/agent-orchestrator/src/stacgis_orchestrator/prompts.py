@@ -92,6 +92,12 @@ READ_THE_RESULT = (
 )
 # Shown instead of an answer whose numbers nothing could support: no tool result of the run or of
 # the conversation, and no memory, holds a number, so any the model wrote is a guess.
+# In place of a draft that does not say what a failed call said: the data it needs is still being loaded
+# (`stacgis_common.arguments.still_loading`, e.g. a first start's place names).
+STILL_LOADING_ANSWER = (
+    "I cannot answer this yet: {what} are still being loaded, and until that ends the places among them "
+    "cannot be found. Please ask again in a few minutes."
+)
 NO_DATA_ANSWER = (
     "I could not get a value for this from the data: no tool call of this request returned a result, "
     "so I will not guess one."

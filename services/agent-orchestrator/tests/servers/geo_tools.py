@@ -23,6 +23,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from stacgis_common.arguments import still_loading
 from stacgis_common.auth import current_identity
 from stacgis_common.http_app import serve
 from stacgis_common.mcp_app import build_tool_server_app, create_mcp_server
@@ -34,6 +35,9 @@ class GeoToolsSettings(ServiceSettings):
     variant: str = "raster"
     notes_file: Path | None = None
     memories: str = "{}"
+    # vector: what is still being loaded (as vector-tools says during a first load); a search that finds
+    # nothing then fails saying so.
+    loading: str = ""
 
 
 settings = load_settings(GeoToolsSettings)
@@ -189,6 +193,8 @@ elif settings.variant == "vector":
             "paris": {"name": "Paris", "lon": 2.35, "lat": 48.857},
         }
         hits = [value for key, value in places.items() if key in query.lower()]
+        if not hits and settings.loading:
+            raise ToolError(f"query: no place matches {query!r}. Note: {still_loading(settings.loading)}")
         return {"features": hits[:limit]}
 
     @server.tool(annotations=READ_ONLY)

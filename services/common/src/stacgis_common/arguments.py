@@ -47,6 +47,24 @@ def retry_hint(error: str) -> tuple[str, str] | None:
     return found.pop() if len(found) == 1 else None
 
 
+# Data a call needs that is still being loaded (a first start's place names), written by a tool server
+# into its error and read back by the orchestrator, which then says so itself: the 1.5B model, told
+# "place data is still being loaded", answered "I'm sorry, but I can't help with that".
+_STILL_LOADING = re.compile(r"Still loading: (?P<what>[^\n]+?)\. Ask again in a few minutes\.")
+
+
+def still_loading(what: str) -> str:
+    """The sentence saying that `what` (e.g. "the place names of cities (embedding 5,120 of 34,006)") is
+    still being loaded; `what` must not end with a full stop."""
+    return f"Still loading: {what}. Ask again in a few minutes."
+
+
+def still_loading_of(error: str) -> str | None:
+    """What an error of `still_loading` says is still being loaded, or None."""
+    found = _STILL_LOADING.search(error)
+    return found["what"] if found else None
+
+
 def text_argument(value: Any, argument: str, maximum: int, clean: Callable[[str], str] = str.strip) -> str:
     """A non-blank string of at most `maximum` characters once `clean`ed (stripped by default)."""
     if not isinstance(value, str) or not value.strip():

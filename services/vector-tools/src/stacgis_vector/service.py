@@ -15,7 +15,7 @@ import numpy as np
 import shapely
 from mcp.server.mcpserver.exceptions import ToolError
 
-from stacgis_common.arguments import ArgumentError, NotFoundError, limit_argument, text_argument
+from stacgis_common.arguments import ArgumentError, NotFoundError, limit_argument, still_loading, text_argument
 from stacgis_common.embeddings import EmbeddingError, EmbeddingsClient
 from stacgis_common.ranking import Fused, reciprocal_rank_fusion
 from stacgis_vector import places, store
@@ -78,10 +78,7 @@ class VectorService:
         if not loading:
             return None
         parts = [f"{entry['id']} ({entry['stage']} {entry['done']:,} of {entry['total']:,})" for entry in loading]
-        return (
-            f"place data is still being loaded: {', '.join(parts)}; what those datasets hold cannot be found"
-            " until the load ends (minutes), so retry then"
-        )
+        return still_loading(f"the place names of {', '.join(parts)}")
 
     async def _with_loading(self, message: str) -> str:
         loading = await self._loading()
