@@ -5,7 +5,6 @@ spatial context, each compared with the same call made directly with the resolve
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -17,7 +16,7 @@ import pytest
 from orchestrator_helpers import Event, call_then_answer, model_requests, run_events, set_rules, terminal
 
 from conftest import orchestrator, orchestrator_env
-from stacgis_common.testing import REPO_ROOT, RunningService, call_tool, free_port, run_service
+from stacgis_common.testing import REPO_ROOT, RunningService, call_tool, free_port, run_module, run_service
 
 CACHE = REPO_ROOT / ".local" / "cache"
 DATA = REPO_ROOT / ".local" / "data"
@@ -38,15 +37,7 @@ def real_vector(pg_dsn: str, app_dsn: str, model_server: RunningService) -> Iter
         "VECTOR_EMBEDDING_DIMENSION": "384",
         "VECTOR_LOG_LEVEL": "WARNING",
     }
-    load = subprocess.run(
-        [sys.executable, "-m", "stacgis_vector.load", "--cache", str(CACHE), "--min-population", "1000000"],
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=900,
-        cwd=REPO_ROOT,
-        check=False,
-    )
+    load = run_module("stacgis_vector.load", "--cache", str(CACHE), "--min-population", "1000000", env=env)
     assert load.returncode == 0, load.stdout[-2000:] + load.stderr[-2000:]
     # Loaded (and migrated) as the owner; served as the application role, as deployed.
     env["VECTOR_DATABASE_URL"] = app_dsn

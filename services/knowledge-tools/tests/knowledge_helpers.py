@@ -3,27 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-from stacgis_common.testing import REPO_ROOT, mcp_client, token_for
+from stacgis_common.testing import REPO_ROOT, mcp_client, run_module, token_for
 
 KNOWLEDGE_DIR = REPO_ROOT / "knowledge"
 
 
 def run_ingest(env: dict[str, str], directory: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "stacgis_knowledge.ingest", str(directory), *extra],
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=REPO_ROOT,
-        check=False,
-    )
+    return run_module("stacgis_knowledge.ingest", str(directory), *extra, env=env, timeout=600)
 
 
 async def documents(url: str, user: str = "tester") -> list[dict[str, Any]]:

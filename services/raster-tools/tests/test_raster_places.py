@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +13,7 @@ import httpx
 import pytest
 from raster_test_helpers import CACHE_DIR, call, call_error, connect
 
-from stacgis_common.testing import REPO_ROOT, RunningService, free_port, run_service, token_for
+from stacgis_common.testing import RunningService, free_port, run_module, run_service, token_for
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -27,22 +24,8 @@ MIN_POPULATION = 1_000_000
 @pytest.fixture(scope="module")
 def real_vector(tool_server_env: Callable[[str], dict[str, str]], app_dsn: str) -> Iterator[RunningService]:
     env = {**tool_server_env("VECTOR_"), "VECTOR_LOG_LEVEL": "WARNING"}
-    load = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "stacgis_vector.load",
-            "--cache",
-            str(CACHE_DIR),
-            "--min-population",
-            str(MIN_POPULATION),
-        ],
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=900,
-        cwd=REPO_ROOT,
-        check=False,
+    load = run_module(
+        "stacgis_vector.load", "--cache", str(CACHE_DIR), "--min-population", str(MIN_POPULATION), env=env
     )
     assert load.returncode == 0, load.stdout[-2000:] + load.stderr[-2000:]
     # Loaded (and migrated) as the owner; served as the application role, as deployed.

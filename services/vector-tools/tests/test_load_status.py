@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -15,7 +16,7 @@ import asyncpg
 import httpx
 import pytest
 import pytest_asyncio
-from vector_helpers import CACHE, MIN_POPULATION, loader_command, run_loader, source_cities
+from vector_helpers import CACHE, MIN_POPULATION, loader_args, run_loader, source_cities
 
 from stacgis_common.arguments import still_loading_of
 from stacgis_common.testing import REPO_ROOT, RunningService, call_tool, free_port, run_service, token_for
@@ -86,7 +87,7 @@ async def test_a_load_under_way_is_reported_until_its_dataset_is_in(
 ) -> None:
     expected_cities = len(source_cities(CACHE, MIN_POPULATION))
     loader = subprocess.Popen(
-        loader_command("--datasets", "cities", "--force"),
+        [sys.executable, "-m", "stacgis_vector.load", *loader_args("--datasets", "cities", "--force")],
         env={**os.environ, **vector_env},
         cwd=REPO_ROOT,
         stdout=subprocess.PIPE,

@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pyogrio
 import shapely
 
-from stacgis_common.testing import REPO_ROOT
+from stacgis_common.testing import REPO_ROOT, run_module
 
 # The package downloads are shared with `make up` (and kept between runs).
 CACHE = Path(os.environ.get("STACGIS_TEST_CACHE", REPO_ROOT / ".local" / "cache"))
@@ -48,27 +47,10 @@ def intersecting(geometries: dict[str, shapely.Geometry], boxes: list[tuple[floa
     return {key for key, hit in zip(keys, hits, strict=True) if hit}
 
 
-def loader_command(*extra: str) -> list[str]:
-    """`python -m stacgis_vector.load` over the shared cache, cities of MIN_POPULATION or more, then `extra`."""
-    return [
-        sys.executable,
-        "-m",
-        "stacgis_vector.load",
-        "--cache",
-        str(CACHE),
-        "--min-population",
-        str(MIN_POPULATION),
-        *extra,
-    ]
+def loader_args(*extra: str) -> list[str]:
+    """`python -m stacgis_vector.load`'s arguments: the shared cache, cities of MIN_POPULATION or more, `extra`."""
+    return ["--cache", str(CACHE), "--min-population", str(MIN_POPULATION), *extra]
 
 
 def run_loader(env: dict[str, str], *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        loader_command(*extra),
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=900,
-        cwd=REPO_ROOT,
-        check=False,
-    )
+    return run_module("stacgis_vector.load", *loader_args(*extra), env=env)

@@ -72,6 +72,20 @@ def checked_error_body(body: Any, field: str | None = None) -> dict[str, Any]:
     return body
 
 
+def run_module(module: str, *args: str, env: dict[str, str], timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    """`python -m module args` (a loader, an ingest, a data build) from the repository root, with this
+    process's environment and `env` over it; its output captured, its exit status left to the caller."""
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO_ROOT,
+        check=False,
+    )
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
