@@ -72,9 +72,22 @@ class VectorService:
             raise ArgumentError("dataset", await self._with_loading(message))
         return value
 
+    def _load_entry(self, row: asyncpg.Record) -> dict[str, Any]:
+        """A load under way as /places/status lists it: loading, or stalled once silent too long."""
+        idle = float(row["idle"])
+        return {
+            "id": row["dataset"],
+            "state": "stalled" if idle > self.settings.load_stalled_seconds else "loading",
+            "stage": row["stage"],
+            "done": row["done"],
+            "total": row["total"],
+            "updated_seconds_ago": round(idle, 1),
+        }
+
     async def _loading(self) -> str | None:
         """What is still being loaded, as a sentence for a tool's answer; None once everything is in."""
-        loading = [entry for entry in (await self.load_status())["datasets"] if entry["state"] == "loading"]
+        entries = [self._load_entry(row) for row in await store.loads(self.pool)]
+        loading = [entry for entry in entries if entry["state"] == "loading"]
         if not loading:
             return None
         parts = [f"{entry['id']} ({entry['stage']} {entry['done']:,} of {entry['total']:,})" for entry in loading]
@@ -96,20 +109,11 @@ class VectorService:
         """The datasets in and those still loading (python -m stacgis_vector.load running beside the service):
         {"loading": any still arriving, "datasets": [{"id", "state": "loaded"|"loading"|"stalled", ...}]}.
         A dataset being reloaded is listed as loading, its previous features still served meanwhile."""
-        loads, datasets = await store.loads_and_datasets(self.pool)
+        under_way, datasets = await store.loads_and_datasets(self.pool)
         entries: dict[str, dict[str, Any]] = {
             row["id"]: {"id": row["id"], "state": "loaded", "features": row["feature_count"]} for row in datasets
         }
-        for row in loads:
-            idle = float(row["idle"])
-            entries[row["dataset"]] = {
-                "id": row["dataset"],
-                "state": "stalled" if idle > self.settings.load_stalled_seconds else "loading",
-                "stage": row["stage"],
-                "done": row["done"],
-                "total": row["total"],
-                "updated_seconds_ago": round(idle, 1),
-            }
+        entries.update({row["dataset"]: self._load_entry(row) for row in under_way})
         listed = [entries[key] for key in sorted(entries)]
         return {"loading": any(entry["state"] == "loading" for entry in listed), "datasets": listed}
 

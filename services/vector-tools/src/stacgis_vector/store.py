@@ -222,15 +222,24 @@ async def forget_loads(pool: asyncpg.Pool, datasets: Collection[str]) -> None:
     await pool.execute(f"DELETE FROM {SCHEMA}.loads WHERE dataset = ANY($1)", list(datasets))
 
 
+LOADS_QUERY = (
+    f"SELECT dataset, stage, done, total, extract(epoch FROM clock_timestamp() - updated_at) AS idle"
+    f" FROM {SCHEMA}.loads ORDER BY dataset"
+)
+
+
+async def loads(pool: asyncpg.Pool) -> list[asyncpg.Record]:
+    """The loads under way, with seconds since their last progress (one read of a table empty but
+    during a load: cheap enough for every search)."""
+    return list(await pool.fetch(LOADS_QUERY))
+
+
 async def loads_and_datasets(pool: asyncpg.Pool) -> tuple[list[asyncpg.Record], list[asyncpg.Record]]:
-    """The loads under way (with seconds since their last progress) and the datasets in, by id."""
+    """The loads under way and the datasets in, by id, as of one moment."""
     async with pool.acquire() as connection, connection.transaction(isolation="repeatable_read", readonly=True):
-        loads = await connection.fetch(
-            f"SELECT dataset, stage, done, total, extract(epoch FROM clock_timestamp() - updated_at) AS idle"
-            f" FROM {SCHEMA}.loads ORDER BY dataset"
-        )
+        under_way = await connection.fetch(LOADS_QUERY)
         datasets = await connection.fetch(f"SELECT id, feature_count FROM {SCHEMA}.datasets ORDER BY id")
-    return list(loads), list(datasets)
+    return list(under_way), list(datasets)
 
 
 async def dataset_checksum(pool: asyncpg.Pool, dataset: str) -> str | None:
